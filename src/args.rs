@@ -1,0 +1,233 @@
+//! Turning a call's arguments into the positional Scheme values a handler sees: from a JSON object
+//! sent by a model (design section 3), and from a Scheme call (arity and types, section 1). Both
+//! produce the same values for the same call, and their errors name the tool, the parameter and
+//! what was given.
+
+use serde_json::{Map, Value};
+use steel::rvals::SteelVal;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::param::{Param, Signature, Skipped};
+use crate::value::{self, Mismatch};
+
+/// Converts JSON arguments (already tidied) to positional values, following section 3:
+/// unknown names are refused, required arguments must be present and not null, trailing
+/// missing or null optionals are left off, and an optional skipped before a later given one is
+/// filled with its type's empty value (or void, for a tool that takes skipped parameters as void).
+///
+/// ```
+/// use serde_json::json;
+/// use toolhost::{args::args_from_json, Param, ParamType, Signature};
+/// let sig = Signature::new("fs-read", vec![
+///     Param::required("path", ParamType::String, "File"),
+///     Param::optional("start", ParamType::Integer, "First line"),
+///     Param::optional("count", ParamType::Integer, "Lines"),
+/// ]);
+/// let args = json!({"path": "a.txt", "count": 5});
+/// let values = args_from_json(&sig, args.as_object().unwrap()).unwrap();
+/// assert_eq!(values.len(), 3); // start was filled with 0
+/// let err = args_from_json(&sig, json!({"path": "a", "limit": 5}).as_object().unwrap()).unwrap_err();
+/// assert_eq!(err.kind().as_str(), "unknown_argument");
+/// ```
+pub fn args_from_json(sig: &Signature, args: &Map<String, Value>) -> Result<Vec<SteelVal>> {
+    for name in args.keys() {
+        let known = sig.position(name).is_some() || sig.rest.as_ref().is_some_and(|r| &r.name == name);
+        if !known {
+            let listing = if sig.params.is_empty() && sig.rest.is_none() {
+                "it takes no parameters".to_string()
+            } else {
+                format!("its parameters are {}", sig.param_names())
+            };
+            return Err(Error::new(
+                ErrorKind::UnknownArgument,
+                format!("{} has no parameter \"{name}\"; {listing}", sig.name),
+            )
+            .with_tool(&sig.name)
+            .with_parameter(name.as_str()));
+        }
+    }
+    let given = |p: &Param| args.get(&p.name).filter(|v| !v.is_null());
+    let rest_values = match &sig.rest {
+        Some(rest) => given(rest).map(|v| rest_from_json(sig, rest, v)).transpose()?,
+        None => None,
+    };
+    // Everything up to the last given parameter is passed; everything after it is left off.
+    let passed = match rest_values {
+        Some(_) => sig.params.len(),
+        None => sig.params.iter().rposition(|p| given(p).is_some()).map_or(0, |i| i + 1),
+    };
+    let mut out = Vec::with_capacity(passed + rest_values.as_ref().map_or(0, Vec::len));
+    for (index, param) in sig.params.iter().enumerate() {
+        match given(param) {
+            Some(v) => out.push(json_arg(sig, param, v)?),
+            None if !param.optional => {
+                let how = if args.contains_key(&param.name) { "is null" } else { "is missing" };
+                return Err(Error::new(
+                    ErrorKind::MissingArgument,
+                    format!("{}: required argument \"{}\" {how}; call it as {}", sig.name, param.name, sig.render()),
+                )
+                .with_tool(&sig.name)
+                .with_parameter(&param.name));
+            }
+            None if index < passed => out.push(match sig.skipped {
+                Skipped::TypedEmpty => value::empty_value(param.ty),
+                Skipped::Void => SteelVal::Void,
+            }),
+            None => {}
+        }
+    }
+    out.extend(rest_values.into_iter().flatten());
+    Ok(out)
+}
+
+fn rest_from_json(sig: &Signature, rest: &Param, value: &Value) -> Result<Vec<SteelVal>> {
+    let Value::Array(items) = value else {
+        return Err(wrong_type_json(sig, rest, &format!("a list of {}", rest.ty.name()), value));
+    };
+    items
+        .iter()
+        .map(|item| {
+            value::json_to_scheme(item, rest.ty).map_err(|m| mismatch_error(sig, rest, None, m, rest.ty.article_name()))
+        })
+        .collect()
+}
+
+fn json_arg(sig: &Signature, param: &Param, value: &Value) -> Result<SteelVal> {
+    value::json_to_scheme(value, param.ty).map_err(|m| mismatch_error(sig, param, None, m, param.ty.article_name()))
+}
+
+fn wrong_type_json(sig: &Signature, param: &Param, expected: &str, value: &Value) -> Error {
+    mismatch_error(sig, param, None, Mismatch::WrongType(value::describe_json(value)), expected)
+}
+
+/// The one wording of a wrong-type error: by name from JSON, by position and name from Scheme.
+fn mismatch_error(sig: &Signature, param: &Param, position: Option<usize>, m: Mismatch, expected: &str) -> Error {
+    let which = match position {
+        Some(pos) => format!("argument {pos} ({})", param.name),
+        None => format!("argument \"{}\"", param.name),
+    };
+    let message = match m {
+        Mismatch::WrongType(got) => format!("{}: {which} must be {expected}, got {got}", sig.name),
+        Mismatch::TooDeep => {
+            format!("{}: {which} nests deeper than {} levels", sig.name, value::MAX_DEPTH)
+        }
+    };
+    Error::new(ErrorKind::WrongType, message).with_tool(&sig.name).with_parameter(&param.name)
+}
+
+/// Checks a Scheme call's arguments against the signature: the count first, then each value's
+/// type. Returns the values the handler sees (see [`value::check_scheme`]).
+///
+/// # Errors
+/// `fs-read: expected 1 to 3 arguments (fs-read path [start] [count]), got 4` (bad_arguments) and
+/// `fs-read: argument 2 (start) must be an integer, got "abc"` (wrong_type).
+pub fn args_from_scheme(sig: &Signature, args: &[SteelVal]) -> Result<Vec<SteelVal>> {
+    if !sig.accepts_count(args.len()) {
+        return Err(Error::new(
+            ErrorKind::BadArguments,
+            format!("{}: expected {} {}, got {}", sig.name, sig.arity_text(), sig.render(), args.len()),
+        )
+        .with_tool(&sig.name));
+    }
+    args.iter()
+        .enumerate()
+        .map(|(i, arg)| {
+            // accepts_count guarantees a parameter for every position.
+            let Some(param) = sig.param_at(i) else {
+                return Err(Error::new(ErrorKind::BadArguments, format!("{}: too many arguments", sig.name)));
+            };
+            if sig.skipped == Skipped::Void && matches!(arg, SteelVal::Void) && param.optional {
+                return Ok(SteelVal::Void);
+            }
+            value::check_scheme(arg, param.ty)
+                .map_err(|m| mismatch_error(sig, param, Some(i + 1), m, param.ty.article_name()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::param::ParamType;
+    use serde_json::json;
+
+    fn fs_read() -> Signature {
+        Signature::new(
+            "fs-read",
+            vec![
+                Param::required("path", ParamType::String, ""),
+                Param::optional("start", ParamType::Integer, ""),
+                Param::optional("count", ParamType::Integer, ""),
+            ],
+        )
+    }
+
+    fn call(sig: &Signature, args: Value) -> Result<Vec<Value>> {
+        let values = args_from_json(sig, args.as_object().unwrap())?;
+        Ok(values.iter().map(|v| value::scheme_to_json(v).unwrap()).collect())
+    }
+
+    #[test]
+    fn skipped_optional_is_filled_with_its_empty_value() {
+        assert_eq!(call(&fs_read(), json!({"path": "a", "count": 5})).unwrap(), vec![json!("a"), json!(0), json!(5)]);
+    }
+
+    #[test]
+    fn trailing_missing_and_null_optionals_are_left_off() {
+        let plain = call(&fs_read(), json!({"path": "a"})).unwrap();
+        assert_eq!(plain, vec![json!("a")]);
+        assert_eq!(call(&fs_read(), json!({"path": "a", "start": null, "count": null})).unwrap(), plain);
+    }
+
+    #[test]
+    fn unknown_argument_lists_the_parameters() {
+        let err = call(&fs_read(), json!({"path": "a", "limit": 5})).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::UnknownArgument);
+        assert_eq!(err.message(), "fs-read has no parameter \"limit\"; its parameters are path, start, count");
+    }
+
+    #[test]
+    fn missing_or_null_required_argument_is_named() {
+        for args in [json!({"count": 2}), json!({"path": null})] {
+            let err = call(&fs_read(), args).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::MissingArgument);
+            assert_eq!(err.parameter(), Some("path"));
+        }
+    }
+
+    #[test]
+    fn skips_as_void_passes_false_zero_and_empty_as_given() {
+        let mut sig = Signature::new(
+            "srv.t",
+            vec![
+                Param::optional("flag", ParamType::Boolean, ""),
+                Param::optional("n", ParamType::Integer, ""),
+                Param::optional("s", ParamType::String, ""),
+                Param::optional("last", ParamType::String, ""),
+            ],
+        );
+        sig.skipped = Skipped::Void;
+        assert_eq!(
+            call(&sig, json!({"flag": false, "n": 0, "s": ""})).unwrap(),
+            vec![json!(false), json!(0), json!("")]
+        );
+        assert_eq!(call(&sig, json!({"last": "x"})).unwrap(), vec![json!(null), json!(null), json!(null), json!("x")]);
+    }
+
+    #[test]
+    fn scheme_errors_show_signature_and_position() {
+        let sig = fs_read();
+        let err = args_from_scheme(&sig, &[]).unwrap_err();
+        assert_eq!(err.message(), "fs-read: expected 1 to 3 arguments (fs-read path [start] [count]), got 0");
+        let err = args_from_scheme(&sig, &[SteelVal::StringV("a".into()), SteelVal::StringV("abc".into())]).unwrap_err();
+        assert_eq!(err.message(), "fs-read: argument 2 (start) must be an integer, got \"abc\"");
+    }
+
+    #[test]
+    fn variadic_rest_arrives_spread() {
+        let mut sig = Signature::new("cat", vec![Param::required("first", ParamType::String, "")]);
+        sig.rest = Some(Param::required("more", ParamType::String, ""));
+        assert_eq!(call(&sig, json!({"first": "a", "more": ["b", "c"]})).unwrap(), vec![json!("a"), json!("b"), json!("c")]);
+        assert_eq!(call(&sig, json!({"first": "a", "more": "b"})).unwrap_err().kind(), ErrorKind::WrongType);
+    }
+}

@@ -1,0 +1,140 @@
+//! The `toolhost` command line (design section 13): `repl`, `eval`, `run`, `call`, `tools`, with
+//! the common `--root` and `--tools` flags. These forms are a stable interface.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::host::{Host, HostBuilder};
+use crate::schema::{self, Format};
+
+#[derive(Parser, Debug)]
+#[command(name = "toolhost", version, about = "An embedded Scheme tool host for LLM agents")]
+struct Cli {
+    /// The workspace folder tools work in (default: the current folder).
+    #[arg(long, global = true, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Another folder of .scm tool files to load (repeatable).
+    #[arg(long = "tools", global = true, value_name = "DIR")]
+    tool_dirs: Vec<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The interactive REPL.
+    Repl,
+    /// Evaluate one expression in a full host and print its result (exit 1 on error).
+    Eval {
+        /// The Scheme expression.
+        expr: String,
+    },
+    /// Run a Scheme file in a full host.
+    Run {
+        /// The .scm file.
+        file: PathBuf,
+    },
+    /// Call a tool through the exact path a model's call takes; print one JSON object.
+    Call {
+        /// The tool's name.
+        tool: String,
+        /// The arguments as a model would send them (an object, or a string holding one); `-`
+        /// reads them from standard input.
+        json: String,
+    },
+    /// Print the tool catalogue in a provider's shape.
+    Tools {
+        /// The shape.
+        #[arg(long, value_enum, default_value = "openai")]
+        format: CatalogueFormat,
+    },
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum CatalogueFormat {
+    Openai,
+    Anthropic,
+    Mcp,
+}
+
+/// Runs the command line; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    let root = cli.root.clone().unwrap_or_else(|| PathBuf::from("."));
+    let mut builder = HostBuilder::new(root);
+    for dir in &cli.tool_dirs {
+        builder = builder.tool_dir(dir);
+    }
+    let mut host = match builder.build() {
+        Ok(host) => host,
+        Err(e) => {
+            eprintln!("toolhost: {e}");
+            return 1;
+        }
+    };
+    for problem in host.load_errors() {
+        eprintln!("toolhost: warning: {problem}");
+    }
+    match cli.command {
+        Command::Repl => crate::repl::run(host),
+        Command::Eval { expr } => eval(&mut host, &expr),
+        Command::Run { file } => match std::fs::read_to_string(&file) {
+            Ok(source) => match host.eval(&source) {
+                Ok(_) => 0,
+                Err(e) => {
+                    eprintln!("toolhost: {}: {e}", file.display());
+                    1
+                }
+            },
+            Err(e) => {
+                eprintln!("toolhost: {}: {e}", file.display());
+                1
+            }
+        },
+        Command::Call { tool, json } => call(&mut host, &tool, &json),
+        Command::Tools { format } => {
+            let format = match format {
+                CatalogueFormat::Openai => Format::OpenAi,
+                CatalogueFormat::Anthropic => Format::Anthropic,
+                CatalogueFormat::Mcp => Format::Mcp,
+            };
+            let registry = host.registry();
+            let catalogue = schema::catalogue(registry.iter().map(|t| t.as_ref()), format);
+            println!("{}", serde_json::to_string_pretty(&catalogue).unwrap_or_default());
+            0
+        }
+    }
+}
+
+fn eval(host: &mut Host, expr: &str) -> i32 {
+    match host.eval_to_string(expr) {
+        Ok(text) => {
+            if text.ends_with('\n') {
+                print!("{text}");
+            } else if !text.is_empty() {
+                println!("{text}");
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("toolhost: {e}");
+            1
+        }
+    }
+}
+
+fn call(host: &mut Host, tool: &str, json: &str) -> i32 {
+    let mut arguments = json.to_string();
+    if json == "-" {
+        arguments.clear();
+        if let Err(e) = std::io::stdin().read_to_string(&mut arguments) {
+            eprintln!("toolhost: cannot read the arguments from standard input: {e}");
+            return 1;
+        }
+    }
+    let outcome = host.call_json(tool, &arguments);
+    println!("{}", outcome.to_json());
+    i32::from(outcome.result.is_err())
+}

@@ -1,0 +1,139 @@
+//! The crate's one error type: a stable [`ErrorKind`] plus the structured context a model or a person
+//! needs to act on it (tool, parameter, position). Conversion to a Scheme error lives in
+//! `crate::host`; conversion to the model-facing tool result lives in `crate::call`.
+
+use std::fmt;
+
+/// What went wrong, as a stable name a model (and a log reader) can branch on.
+///
+/// The first eight kinds are the tool-call kinds of the design (section 3); their
+/// [`as_str`](ErrorKind::as_str) names are part of the wire format of `toolhost call`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The call names a tool the registry does not have.
+    UnknownTool,
+    /// The arguments carry a name that is not a parameter of the tool.
+    UnknownArgument,
+    /// A required argument is absent or null.
+    MissingArgument,
+    /// A value does not have its parameter's type.
+    WrongType,
+    /// The arguments are not an object, are not JSON at all, or (from Scheme) are the wrong count.
+    BadArguments,
+    /// The guard or the workspace boundary refused the call.
+    Denied,
+    /// The tool ran and failed.
+    ToolFailed,
+    /// The tool ran past its time limit and was stopped.
+    Timeout,
+    /// `register` refused a primitive definition.
+    InvalidDefinition,
+    /// A Scheme program or tool file failed to compile or run.
+    Script,
+}
+
+impl ErrorKind {
+    /// The stable snake_case name of the kind, as sent to models and printed by `toolhost call`.
+    ///
+    /// ```
+    /// assert_eq!(toolhost::ErrorKind::UnknownArgument.as_str(), "unknown_argument");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::UnknownTool => "unknown_tool",
+            ErrorKind::UnknownArgument => "unknown_argument",
+            ErrorKind::MissingArgument => "missing_argument",
+            ErrorKind::WrongType => "wrong_type",
+            ErrorKind::BadArguments => "bad_arguments",
+            ErrorKind::Denied => "denied",
+            ErrorKind::ToolFailed => "tool_failed",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::InvalidDefinition => "invalid_definition",
+            ErrorKind::Script => "script_error",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error with its kind, a complete human- and model-readable message, and the tool and parameter
+/// it concerns when there is one.
+///
+/// The message is complete on its own (it already names the tool where that helps), so it can be
+/// shown as is; the structured fields are for code that wants to branch or log.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    tool: Option<String>,
+    parameter: Option<String>,
+}
+
+impl Error {
+    /// An error of `kind` with `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into(), tool: None, parameter: None }
+    }
+
+    /// A failure inside a tool's own work (a missing file, a command that could not start, ...).
+    pub fn tool_failed(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::ToolFailed, message)
+    }
+
+    /// A refusal by the guard or the workspace boundary.
+    pub fn denied(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Denied, message)
+    }
+
+    /// Records the tool this error concerns.
+    pub fn with_tool(mut self, tool: impl Into<String>) -> Self {
+        self.tool = Some(tool.into());
+        self
+    }
+
+    /// Records the parameter this error concerns.
+    pub fn with_parameter(mut self, parameter: impl Into<String>) -> Self {
+        self.parameter = Some(parameter.into());
+        self
+    }
+
+    /// The stable kind.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The full message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The tool the error concerns, if any.
+    pub fn tool(&self) -> Option<&str> {
+        self.tool.as_deref()
+    }
+
+    /// The parameter the error concerns, if any.
+    pub fn parameter(&self) -> Option<&str> {
+        self.parameter.as_deref()
+    }
+
+    /// Prefixes the message with `tool: ` unless it already starts that way, and records the tool.
+    /// Tool handlers write plain messages; the call path names the tool once.
+    pub(crate) fn in_tool(mut self, tool: &str) -> Self {
+        let prefix = format!("{tool}: ");
+        if !self.message.starts_with(&prefix) {
+            self.message.insert_str(0, &prefix);
+        }
+        self.tool = Some(tool.to_string());
+        self
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,88 @@
+//! toolhost: an embedded Scheme interpreter (steel) with a registry of tool primitives for LLM
+//! agents.
+//!
+//! # Brief overview
+//!
+//! A [`Host`] owns one steel engine, a [`Registry`] of tools and a [`Guard`]. Tools are written in
+//! Rust (a plain function and a [`Tool`] description) or in Scheme (`register-tool` /
+//! `define-tool` in a `.scm` file). Every tool has one [`Signature`]: ordered, typed parameters,
+//! the optional ones last. The same tool is then called
+//! - from Scheme, as an ordinary procedure: `(fs-read "src/main.rs" 120 50)`;
+//! - with JSON arguments by name, as a model sends them: [`Host::call_json`], which tidies,
+//!   converts, guards, runs and returns a [`CallOutcome`] with a stable error kind.
+//!
+//! ```
+//! use toolhost::{HostBuilder, Tool, ToolCtx};
+//!
+//! fn shout(_ctx: &ToolCtx, text: String, times: Option<i64>) -> String {
+//!     let times = times.filter(|t| *t > 0).unwrap_or(1) as usize;
+//!     text.to_uppercase().repeat(times)
+//! }
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let tool = Tool::new("shout", "Upper-case a text.")
+//!     .param("text", "What to shout")
+//!     .param("times", "How often; once when left out")
+//!     .build(shout)
+//!     .unwrap();
+//! let mut host = HostBuilder::new(dir.path()).tool(tool).build().unwrap();
+//!
+//! // From Scheme, optional arguments may be left off:
+//! assert_eq!(host.eval_to_string(r#"(shout "hi" 2)"#).unwrap(), "HIHI");
+//! // From JSON, by name, as a model sends them:
+//! let outcome = host.call_json("shout", r#"{"text": "hey"}"#);
+//! assert_eq!(outcome.model_text(), "HEY");
+//! let outcome = host.call_json("shout", r#"{"text": "hey", "loud": true}"#);
+//! assert_eq!(outcome.result.unwrap_err().kind().as_str(), "unknown_argument");
+//! ```
+//!
+//! # Modules
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`error`] | the error type and its stable kinds |
+//! | [`param`] | parameter types, parameters, signatures and their rules |
+//! | [`value`] | JSON <-> Scheme values, typed empty values |
+//! | [`args`] | JSON arguments and Scheme calls to the positional values handlers see |
+//! | [`tidy`] | repairing what models send (JSON in strings, strict-mode nulls) |
+//! | [`registry`] | primitives and the registry |
+//! | [`typed`] | registering plain Rust functions as tools |
+//! | [`schema`] | provider tool schemas |
+//! | [`workspace`] | the workspace boundary |
+//! | [`guard`] | allow / deny / confirm before a call runs |
+//! | [`context`] | what handlers receive: workspace and limits |
+//! | `tools` | the built-in tools |
+//! | `engine`, `watchdog`, `script` | the steel engine, its time limit, the Rust half of Scheme tools |
+//! | [`host`] | the host: engine + registry + guard |
+//! | [`call`] | the JSON call path |
+//! | [`repl`], [`cli`] | the REPL and the command line |
+
+pub mod args;
+pub mod call;
+pub mod cli;
+pub mod context;
+mod engine;
+pub mod error;
+pub mod guard;
+pub mod host;
+pub mod param;
+pub mod registry;
+pub mod repl;
+pub mod schema;
+mod script;
+pub mod tidy;
+mod tools;
+pub mod typed;
+pub mod value;
+mod watchdog;
+pub mod workspace;
+
+pub use call::{CallOptions, CallOutcome};
+pub use context::{Limits, ToolCtx};
+pub use error::{Error, ErrorKind, Result};
+pub use guard::Guard;
+pub use host::{Host, HostBuilder, LoadError};
+pub use param::{Param, ParamType, Signature, Skipped};
+pub use registry::{Annotations, Handler, Primitive, Registry};
+pub use typed::Tool;
+pub use workspace::Workspace;

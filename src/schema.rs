@@ -1,0 +1,87 @@
+//! One parameter model projected, at this one place, into each provider's tool shape (design
+//! section 5): OpenAI chat-completions tools, Anthropic tools and MCP `tools/list` entries. Each is a
+//! JSON Schema object with properties in declared order, `required` listing only the required
+//! parameters, and no `default` anywhere.
+
+use serde_json::{json, Map, Value};
+
+use crate::param::{provider_name, Param, Signature};
+use crate::registry::Primitive;
+
+/// The catalogue shapes toolhost can print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `{"type":"function","function":{"name","description","parameters"}}`.
+    OpenAi,
+    /// `{"name","description","input_schema"}`.
+    Anthropic,
+    /// `{"name","description","inputSchema","annotations"}`.
+    Mcp,
+}
+
+/// The JSON Schema of a tool's arguments.
+///
+/// ```
+/// use toolhost::{schema::parameters_schema, Param, ParamType, Signature};
+/// let sig = Signature::new("fs-read", vec![
+///     Param::required("path", ParamType::String, "File"),
+///     Param::optional("count", ParamType::Integer, "Lines; all when left out"),
+/// ]);
+/// let schema = parameters_schema(&sig);
+/// assert_eq!(schema["required"], serde_json::json!(["path"]));
+/// assert_eq!(schema["properties"]["count"]["type"], "integer");
+/// ```
+pub fn parameters_schema(signature: &Signature) -> Value {
+    let mut properties = Map::new();
+    for param in &signature.params {
+        properties.insert(param.name.clone(), property(param));
+    }
+    if let Some(rest) = &signature.rest {
+        let mut items = Map::new();
+        if let Some(ty) = rest.ty.json_schema_type() {
+            items.insert("type".into(), json!(ty));
+        }
+        properties.insert(
+            rest.name.clone(),
+            json!({"type": "array", "items": items, "description": rest.description}),
+        );
+    }
+    let required: Vec<&str> = signature.params.iter().filter(|p| !p.optional).map(|p| p.name.as_str()).collect();
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+fn property(param: &Param) -> Value {
+    let mut out = Map::new();
+    if let Some(ty) = param.ty.json_schema_type() {
+        out.insert("type".into(), json!(ty));
+    }
+    out.insert("description".into(), json!(param.description));
+    Value::Object(out)
+}
+
+/// One tool in a provider's shape, under the name the provider can take.
+pub fn tool_schema(tool: &Primitive, format: Format) -> Value {
+    let name = provider_name(tool.name()).unwrap_or_else(|| tool.name().to_string());
+    let parameters = parameters_schema(&tool.signature);
+    match format {
+        Format::OpenAi => json!({
+            "type": "function",
+            "function": {"name": name, "description": tool.description, "parameters": parameters},
+        }),
+        Format::Anthropic => json!({"name": name, "description": tool.description, "input_schema": parameters}),
+        Format::Mcp => json!({
+            "name": tool.name(),
+            "description": tool.description,
+            "inputSchema": parameters,
+            "annotations": {
+                "readOnlyHint": tool.annotations.read_only,
+                "destructiveHint": tool.annotations.destructive,
+            },
+        }),
+    }
+}
+
+/// Every tool in a provider's shape, as a JSON array.
+pub fn catalogue<'a>(tools: impl IntoIterator<Item = &'a Primitive>, format: Format) -> Value {
+    Value::Array(tools.into_iter().map(|t| tool_schema(t, format)).collect())
+}

@@ -1,0 +1,138 @@
+//! `fs-edit path old new [replace-all]`: exact text replacement with errors a model can act on
+//! (the closest lines when nothing matches, the count and line numbers when several do), an atomic
+//! write, and a unified diff as its confirmation preview.
+
+use steel::rvals::SteelVal;
+
+use super::fs_write::write_atomically;
+use crate::context::ToolCtx;
+use crate::error::{Error, Result};
+use crate::registry::Primitive;
+use crate::typed::Tool;
+
+/// How many candidate lines a no-match error shows.
+const CLOSEST_SHOWN: usize = 3;
+
+pub fn tool() -> Result<Primitive> {
+    Tool::new(
+        "fs-edit",
+        "Replace exact text in a file. `old` must match the file's text exactly, whitespace \
+         included, and only once unless replace-all is true; include surrounding lines to make it \
+         unique. The file is written atomically.",
+    )
+    .param("path", "File to edit, relative to the workspace root")
+    .param("old", "The exact text to replace")
+    .param("new", "The text to put in its place")
+    .param("replace-all", "Replace every occurrence; when left out or false, old must occur exactly once")
+    .destructive()
+    .preview(preview)
+    .build(fs_edit)
+}
+
+fn fs_edit(ctx: &ToolCtx, path: String, old: String, new: String, replace_all: Option<bool>) -> Result<String> {
+    let real = ctx.workspace.resolve(&path)?;
+    let text = std::fs::read_to_string(&real).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::tool_failed(format!("no such file: {path}; use fs-write to create it")),
+        std::io::ErrorKind::InvalidData => Error::tool_failed(format!("{path} is not UTF-8 text")),
+        _ => Error::tool_failed(format!("cannot read {path}: {e}")),
+    })?;
+    let updated = replace(&path, &text, &old, &new, replace_all.unwrap_or(false))?;
+    write_atomically(&real, updated.text.as_bytes()).map_err(|e| Error::tool_failed(format!("cannot write {path}: {e}")))?;
+    Ok(match updated.count {
+        1 => format!("replaced 1 occurrence in {path}"),
+        n => format!("replaced {n} occurrences in {path}"),
+    })
+}
+
+struct Replaced {
+    text: String,
+    count: usize,
+}
+
+fn replace(path: &str, text: &str, old: &str, new: &str, all: bool) -> Result<Replaced> {
+    if old.is_empty() {
+        return Err(Error::tool_failed("old must not be empty; to write a whole file use fs-write"));
+    }
+    let starts: Vec<usize> = text.match_indices(old).map(|(i, _)| i).collect();
+    match starts.len() {
+        0 => Err(Error::tool_failed(no_match_message(path, text, old))),
+        1 => Ok(Replaced { text: text.replacen(old, new, 1), count: 1 }),
+        n if all => Ok(Replaced { text: text.replace(old, new), count: n }),
+        n => {
+            let lines: Vec<String> = starts.iter().map(|&i| (text[..i].matches('\n').count() + 1).to_string()).collect();
+            Err(Error::tool_failed(format!(
+                "old occurs {n} times in {path} (at lines {}); include more surrounding text to \
+                 pick one, or set replace-all to true to replace them all",
+                lines.join(", ")
+            )))
+        }
+    }
+}
+
+fn no_match_message(path: &str, text: &str, old: &str) -> String {
+    let probe = old.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or(old.trim());
+    let mut scored: Vec<(f32, usize, &str)> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| (similar::TextDiff::from_chars(probe, l.trim()).ratio(), i + 1, l))
+        .filter(|(score, _, _)| *score > 0.3)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut message = format!("old was not found in {path}");
+    if scored.is_empty() {
+        message.push_str("; no line resembles it. Read the file with fs-read and copy the text exactly.");
+    } else {
+        message.push_str(". The closest lines are:\n");
+        for (_, number, line) in scored.iter().take(CLOSEST_SHOWN) {
+            message.push_str(&format!("{number}\t{}\n", super::text::cut_line(line, 200)));
+        }
+        message.push_str("Copy the text exactly, whitespace included.");
+    }
+    message
+}
+
+fn preview(ctx: &ToolCtx, args: &[SteelVal]) -> Result<String> {
+    let [SteelVal::StringV(path), SteelVal::StringV(old), SteelVal::StringV(new), rest @ ..] = args else {
+        return Ok(String::new());
+    };
+    let all = matches!(rest.first(), Some(SteelVal::BoolV(true)));
+    let real = ctx.workspace.resolve(path)?;
+    let text = std::fs::read_to_string(&real).map_err(|e| Error::tool_failed(format!("cannot read {path}: {e}")))?;
+    let updated = replace(path, &text, old, new, all)?;
+    Ok(unified_diff(path, &text, &updated.text))
+}
+
+/// A unified diff of `old` to `new` for the file `path`, as confirmation previews show it.
+pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn several_matches_name_count_and_lines() {
+        let err = replace("f", "a\nx\nb\nx\n", "x", "y", false).err().unwrap();
+        assert!(err.message().contains("occurs 2 times in f (at lines 2, 4)"), "{err}");
+        let done = replace("f", "a\nx\nb\nx\n", "x", "y", true).ok().unwrap();
+        assert_eq!((done.text.as_str(), done.count), ("a\ny\nb\ny\n", 2));
+    }
+
+    #[test]
+    fn no_match_shows_the_closest_lines() {
+        let err = replace("f", "fn main() {\n    println!(\"hi\");\n}\n", "println!(\"hello\");", "", false).err().unwrap();
+        assert!(err.message().contains("2\t    println!(\"hi\");"), "{err}");
+    }
+
+    #[test]
+    fn diff_preview_shows_the_change() {
+        let diff = unified_diff("f.txt", "a\nb\n", "a\nc\n");
+        assert!(diff.contains("-b\n+c\n") && diff.contains("a/f.txt"), "{diff}");
+    }
+}

@@ -1,0 +1,105 @@
+//! `fs-read path [start] [count]`: numbered lines of a text file, streamed, so a range near the
+//! top of a huge file costs what it costs on a small one.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+
+use super::text::{count_lines_within, cut_line, read_line_capped, thousands};
+use crate::context::ToolCtx;
+use crate::error::{Error, Result};
+use crate::registry::Primitive;
+use crate::typed::Tool;
+
+/// How far past the range fs-read counts lines for its closing note; beyond this it reports bytes.
+const COUNT_BUDGET: u64 = 1 << 20;
+
+pub fn tool() -> Result<Primitive> {
+    Tool::new(
+        "fs-read",
+        "Read a text file's lines, each prefixed with its line number. Reads `count` lines from \
+         line `start`; ends with a note when more lines remain, giving the next start.",
+    )
+    .param("path", "File to read, relative to the workspace root")
+    .param("start", "First line to read, 1-based; line 1 when left out or 0")
+    .param("count", "How many lines to read; all remaining lines up to 2000 when left out or 0")
+    .read_only()
+    .build(fs_read)
+}
+
+fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) -> Result<String> {
+    let start = match start.unwrap_or(0) {
+        0 => 1,
+        n if n < 0 => return Err(Error::tool_failed(format!("start must be 1 or more (0 or left out: line 1), got {n}"))),
+        n => n as u64,
+    };
+    let count = match count.unwrap_or(0) {
+        0 => ctx.limits.read_lines as u64,
+        n if n < 0 => return Err(Error::tool_failed(format!("count must be 1 or more (0 or left out: up to {} lines), got {n}", ctx.limits.read_lines))),
+        n => n as u64,
+    };
+    let real = ctx.workspace.resolve(&path)?;
+    let mut file = File::open(&real).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::tool_failed(format!("no such file: {path}")),
+        _ => Error::tool_failed(format!("cannot open {path}: {e}")),
+    })?;
+    let meta = file.metadata().map_err(|e| Error::tool_failed(format!("cannot read {path}: {e}")))?;
+    if meta.is_dir() {
+        return Err(Error::tool_failed(format!("{path} is a folder; use fs-list to see what it holds")));
+    }
+    let mut head = [0u8; 8192];
+    let n = file.read(&mut head).map_err(|e| Error::tool_failed(format!("cannot read {path}: {e}")))?;
+    if head[..n].contains(&0) {
+        return Err(Error::tool_failed(format!("{path} is a binary file ({} bytes); fs-read shows text files only", thousands(meta.len()))));
+    }
+    file.seek(SeekFrom::Start(0)).map_err(|e| Error::tool_failed(format!("cannot read {path}: {e}")))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let io_err = |e: std::io::Error| Error::tool_failed(format!("cannot read {path}: {e}"));
+
+    let mut line = Vec::new();
+    let mut number = 0u64;
+    // Skip to the start without keeping the skipped lines.
+    while number + 1 < start {
+        let (more, _) = read_line_capped(&mut reader, 0, &mut line).map_err(io_err)?;
+        if !more {
+            let total = number;
+            return Err(Error::tool_failed(format!(
+                "start {start} is past the end of {path}, which has {} line{}",
+                thousands(total),
+                if total == 1 { "" } else { "s" }
+            )));
+        }
+        number += 1;
+    }
+    let end = start.saturating_add(count - 1);
+    let width = end.min(start + 1_000_000).to_string().len();
+    let mut out = String::new();
+    while number < end {
+        let (more, skipped) = read_line_capped(&mut reader, ctx.limits.line_chars * 4, &mut line).map_err(io_err)?;
+        if !more {
+            break;
+        }
+        number += 1;
+        let text = String::from_utf8_lossy(&line);
+        let mut shown = cut_line(&text, ctx.limits.line_chars);
+        if skipped > 0 && shown.len() == text.len() {
+            shown.push_str(&format!(" [... {} more bytes]", thousands(skipped)));
+        }
+        out.push_str(&format!("{number:>width$}\t{shown}\n"));
+    }
+    if number < start {
+        return Ok(format!("({path} is empty)\n"));
+    }
+    if reader.fill_buf().map_err(io_err)?.is_empty() {
+        return Ok(out);
+    }
+    let next = number + 1;
+    match count_lines_within(&mut reader, COUNT_BUDGET).map_err(io_err)? {
+        Some((remaining, _)) => out.push_str(&format!(
+            "... {} more line{}; next start {next}\n",
+            thousands(remaining),
+            if remaining == 1 { "" } else { "s" }
+        )),
+        None => out.push_str(&format!("... more lines follow (the file has {} bytes); next start {next}\n", thousands(meta.len()))),
+    }
+    Ok(out)
+}

@@ -1,0 +1,61 @@
+//! `fs-write path content`: creates or replaces a file atomically (a temporary file beside it,
+//! renamed over it), creating parent folders.
+
+use std::io::Write;
+use std::path::Path;
+
+use steel::rvals::SteelVal;
+
+use crate::context::ToolCtx;
+use crate::error::{Error, Result};
+use crate::registry::Primitive;
+use crate::typed::Tool;
+
+pub fn tool() -> Result<Primitive> {
+    Tool::new(
+        "fs-write",
+        "Create a file, or replace its whole content, atomically; parent folders are created. \
+         Use fs-edit to change part of an existing file.",
+    )
+    .param("path", "File to write, relative to the workspace root")
+    .param("content", "The complete new content of the file")
+    .destructive()
+    .preview(preview)
+    .build(fs_write)
+}
+
+fn fs_write(ctx: &ToolCtx, path: String, content: String) -> Result<String> {
+    let real = ctx.workspace.resolve(&path)?;
+    if real.is_dir() {
+        return Err(Error::tool_failed(format!("{path} is a folder")));
+    }
+    let existed = real.exists();
+    write_atomically(&real, content.as_bytes()).map_err(|e| Error::tool_failed(format!("cannot write {path}: {e}")))?;
+    let verb = if existed { "replaced" } else { "created" };
+    Ok(format!("{verb} {path} ({} bytes)", content.len()))
+}
+
+fn preview(ctx: &ToolCtx, args: &[SteelVal]) -> Result<String> {
+    let (Some(SteelVal::StringV(path)), Some(SteelVal::StringV(content))) = (args.first(), args.get(1)) else {
+        return Ok(String::new());
+    };
+    let real = ctx.workspace.resolve(path)?;
+    let old = std::fs::read_to_string(&real).unwrap_or_default();
+    Ok(super::fs_edit::unified_diff(path, &old, content))
+}
+
+/// Writes `bytes` to `target` so that a crash leaves either the old file or the new one: the data
+/// goes to a temporary file in the same folder, is synced, and is renamed over the target. An
+/// existing file's permissions are kept.
+pub fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let parent = target.parent().ok_or_else(|| std::io::Error::other("the path has no parent folder"))?;
+    std::fs::create_dir_all(parent)?;
+    let mut temp = tempfile::Builder::new().prefix(".toolhost-").suffix(".tmp").tempfile_in(parent)?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    if let Ok(meta) = std::fs::metadata(target) {
+        temp.as_file().set_permissions(meta.permissions())?;
+    }
+    temp.persist(target).map_err(|e| e.error)?;
+    Ok(())
+}

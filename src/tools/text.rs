@@ -1,0 +1,115 @@
+//! Small text helpers the built-in tools share: thousands separators, cutting long lines, and
+//! reading a line without holding more of it than will be shown.
+
+use std::io::{self, BufRead};
+
+/// `4880` -> `4,880`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Cuts `line` to at most `max` characters, saying how much was left out.
+pub fn cut_line(line: &str, max: usize) -> String {
+    match line.char_indices().nth(max) {
+        None => line.to_string(),
+        Some((cut, _)) => {
+            let rest = line[cut..].chars().count();
+            format!("{} [... {} more characters]", &line[..cut], thousands(rest as u64))
+        }
+    }
+}
+
+/// Reads one line (without its `\n` or `\r\n`), keeping at most `keep` bytes of it and skipping the
+/// rest without storing it, so a gigabyte-long line costs no memory. Returns the kept text, how
+/// many bytes were skipped, and `false` at end of input.
+pub fn read_line_capped(reader: &mut impl BufRead, keep: usize, out: &mut Vec<u8>) -> io::Result<(bool, u64)> {
+    out.clear();
+    let mut skipped = 0u64;
+    let mut read_any = false;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        read_any = true;
+        let (chunk, done) = match memchr(b'\n', buf) {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        let room = keep.saturating_sub(out.len());
+        let take = room.min(chunk.len());
+        out.extend_from_slice(&chunk[..take]);
+        skipped += (chunk.len() - take) as u64;
+        let used = done.unwrap_or(buf.len());
+        reader.consume(used);
+        if done.is_some() {
+            break;
+        }
+    }
+    if out.last() == Some(&b'\r') && skipped == 0 {
+        out.pop();
+    }
+    Ok((read_any, skipped))
+}
+
+fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
+    haystack.iter().position(|&b| b == needle)
+}
+
+/// Counts the newlines left in `reader`, reading at most `budget` bytes. `None` when the budget ran
+/// out first.
+pub fn count_lines_within(reader: &mut impl BufRead, budget: u64) -> io::Result<Option<(u64, bool)>> {
+    let mut lines = 0u64;
+    let mut read = 0u64;
+    let mut last = b'\n';
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            // A last line without a newline still counts.
+            let unterminated = last != b'\n';
+            return Ok(Some((lines + unterminated as u64, read > 0)));
+        }
+        if read + buf.len() as u64 > budget {
+            return Ok(None);
+        }
+        lines += buf.iter().filter(|&&b| b == b'\n').count() as u64;
+        last = buf[buf.len() - 1];
+        read += buf.len() as u64;
+        let n = buf.len();
+        reader.consume(n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_groups_digits() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(4880), "4,880");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn capped_lines_keep_the_head_and_count_the_rest() {
+        let mut input = io::Cursor::new(b"abcdef\r\nxy\nlast".to_vec());
+        let mut buf = Vec::new();
+        assert_eq!(read_line_capped(&mut input, 3, &mut buf).unwrap(), (true, 4));
+        assert_eq!(buf, b"abc");
+        assert_eq!(read_line_capped(&mut input, 3, &mut buf).unwrap(), (true, 0));
+        assert_eq!(buf, b"xy");
+        assert_eq!(read_line_capped(&mut input, 10, &mut buf).unwrap(), (true, 0));
+        assert_eq!(buf, b"last");
+        assert!(!read_line_capped(&mut input, 10, &mut buf).unwrap().0);
+    }
+}

@@ -1,0 +1,371 @@
+//! toolhost's one mapping between JSON and Scheme values (design section 2): JSON arguments to
+//! Scheme values by parameter type, Scheme results back to JSON, the typed empty values, and short
+//! renderings of values for error messages. steel's own JSON conversion is not used: it turns every
+//! number into a float, object keys into symbols, and panics on NaN.
+//!
+//! Both directions are bounded by [`MAX_DEPTH`], so deep nesting is an error, never a stack overflow.
+
+use serde_json::{Map, Number, Value};
+use steel::gc::Gc;
+use steel::rvals::SteelVal;
+use steel::HashMap;
+
+use crate::param::ParamType;
+
+/// How deeply lists and objects may nest in either direction. serde_json's parser stops at 128 too.
+pub const MAX_DEPTH: usize = 128;
+
+/// Why a value could not be converted. The caller adds the tool and parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mismatch {
+    /// The value is not of the expected type; the string describes what came.
+    WrongType(String),
+    /// The value nests deeper than [`MAX_DEPTH`].
+    TooDeep,
+}
+
+/// The value a skipped optional parameter of type `ty` takes under typed-empty skipping:
+/// `""`, `0`, `0`, `#f`, `'()`, an empty hash map, and void for `any`.
+pub fn empty_value(ty: ParamType) -> SteelVal {
+    match ty {
+        ParamType::String => SteelVal::StringV("".into()),
+        ParamType::Integer | ParamType::Number => SteelVal::IntV(0),
+        ParamType::Boolean => SteelVal::BoolV(false),
+        ParamType::List => SteelVal::ListV(std::iter::empty::<SteelVal>().collect()),
+        ParamType::Object => SteelVal::HashMapV(Gc::new(HashMap::new()).into()),
+        ParamType::Any => SteelVal::Void,
+    }
+}
+
+/// Converts a JSON argument for a parameter of type `ty` (design section 2's table).
+///
+/// ```
+/// use serde_json::json;
+/// use toolhost::{value::json_to_scheme, ParamType};
+/// use steel::rvals::SteelVal;
+/// assert!(matches!(json_to_scheme(&json!(5.0), ParamType::Integer), Ok(SteelVal::IntV(5))));
+/// assert!(json_to_scheme(&json!(5.5), ParamType::Integer).is_err());
+/// assert!(json_to_scheme(&json!("5"), ParamType::Integer).is_err());
+/// ```
+pub fn json_to_scheme(value: &Value, ty: ParamType) -> Result<SteelVal, Mismatch> {
+    let wrong = || Mismatch::WrongType(describe_json(value));
+    match (ty, value) {
+        (ParamType::String, Value::String(s)) => Ok(SteelVal::StringV(s.as_str().into())),
+        (ParamType::Integer, Value::Number(n)) => integer_from_json(n).ok_or_else(wrong),
+        (ParamType::Number, Value::Number(n)) => Ok(number_from_json(n)),
+        (ParamType::Boolean, Value::Bool(b)) => Ok(SteelVal::BoolV(*b)),
+        (ParamType::List, Value::Array(_)) | (ParamType::Object, Value::Object(_)) => any_from_json(value, 0),
+        (ParamType::Any, _) => any_from_json(value, 0),
+        _ => Err(wrong()),
+    }
+}
+
+fn integer_from_json(n: &Number) -> Option<SteelVal> {
+    if let Some(i) = n.as_i64() {
+        return isize::try_from(i).ok().map(SteelVal::IntV);
+    }
+    let f = n.as_f64()?;
+    // 5.0 is 5; 5.5, and floats beyond the integer range, are not integers.
+    let in_range = f.is_finite() && f.fract() == 0.0 && f >= isize::MIN as f64 && f < isize::MAX as f64;
+    in_range.then(|| SteelVal::IntV(f as isize))
+}
+
+fn number_from_json(n: &Number) -> SteelVal {
+    match n.as_i64().and_then(|i| isize::try_from(i).ok()) {
+        Some(i) => SteelVal::IntV(i),
+        // u64 beyond i64, or a float: serde_json numbers are always finite.
+        None => SteelVal::NumV(n.as_f64().unwrap_or(f64::NAN)),
+    }
+}
+
+fn any_from_json(value: &Value, depth: usize) -> Result<SteelVal, Mismatch> {
+    if depth > MAX_DEPTH {
+        return Err(Mismatch::TooDeep);
+    }
+    Ok(match value {
+        Value::Null => SteelVal::Void,
+        Value::Bool(b) => SteelVal::BoolV(*b),
+        Value::Number(n) => number_from_json(n),
+        Value::String(s) => SteelVal::StringV(s.as_str().into()),
+        Value::Array(items) => SteelVal::ListV(
+            items.iter().map(|v| any_from_json(v, depth + 1)).collect::<Result<Vec<_>, _>>()?.into_iter().collect(),
+        ),
+        Value::Object(map) => {
+            let mut hm = HashMap::new();
+            for (k, v) in map {
+                hm.insert(SteelVal::StringV(k.as_str().into()), any_from_json(v, depth + 1)?);
+            }
+            SteelVal::HashMapV(Gc::new(hm).into())
+        }
+    })
+}
+
+/// Checks a Scheme argument against a parameter type, returning the value the handler sees:
+/// integral floats become integers for `integer`, vectors become lists for `list`, symbol keys
+/// become string keys for `object`.
+pub fn check_scheme(value: &SteelVal, ty: ParamType) -> Result<SteelVal, Mismatch> {
+    let wrong = || Mismatch::WrongType(describe_scheme(value));
+    match (ty, value) {
+        (ParamType::Any, v) => Ok(v.clone()),
+        (ParamType::String, SteelVal::StringV(_)) => Ok(value.clone()),
+        (ParamType::Integer | ParamType::Number, SteelVal::IntV(_)) => Ok(value.clone()),
+        (ParamType::Integer, SteelVal::NumV(f)) => {
+            let integral = f.is_finite() && f.fract() == 0.0 && *f >= isize::MIN as f64 && *f < isize::MAX as f64;
+            if integral {
+                Ok(SteelVal::IntV(*f as isize))
+            } else {
+                Err(wrong())
+            }
+        }
+        (ParamType::Number, SteelVal::NumV(_)) => Ok(value.clone()),
+        (ParamType::Number, SteelVal::Rational(r)) => Ok(SteelVal::NumV(*r.numer() as f64 / *r.denom() as f64)),
+        (ParamType::Boolean, SteelVal::BoolV(_)) => Ok(value.clone()),
+        (ParamType::List, SteelVal::ListV(_)) => Ok(value.clone()),
+        (ParamType::List, SteelVal::VectorV(v)) => Ok(SteelVal::ListV(v.iter().cloned().collect())),
+        (ParamType::List, SteelVal::MutableVector(v)) => Ok(SteelVal::ListV(v.get().into_iter().collect())),
+        (ParamType::Object, SteelVal::HashMapV(map)) => {
+            if map.keys().all(|k| matches!(k, SteelVal::StringV(_))) {
+                return Ok(value.clone());
+            }
+            let mut out = HashMap::new();
+            for (k, v) in map.iter() {
+                let key = match k {
+                    SteelVal::StringV(s) | SteelVal::SymbolV(s) => SteelVal::StringV(s.clone()),
+                    other => {
+                        return Err(Mismatch::WrongType(format!(
+                            "a hash map with the key {} (object keys must be strings or symbols)",
+                            describe_scheme(other)
+                        )))
+                    }
+                };
+                out.insert(key, v.clone());
+            }
+            Ok(SteelVal::HashMapV(Gc::new(out).into()))
+        }
+        _ => Err(wrong()),
+    }
+}
+
+/// Why a Scheme result could not become JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotJson(pub String);
+
+/// Converts a tool's Scheme result to JSON (design section 2): strings, integers, finite floats,
+/// booleans, lists and vectors, hash maps with string or symbol keys (emitted with sorted keys, so
+/// results are deterministic), void to null, symbols and chars to strings.
+///
+/// # Errors
+/// NaN and infinities, procedures and other opaque values, hash maps with other keys, improper
+/// lists, and nesting deeper than [`MAX_DEPTH`].
+pub fn scheme_to_json(value: &SteelVal) -> Result<Value, NotJson> {
+    scheme_to_json_at(value, 0)
+}
+
+fn scheme_to_json_at(value: &SteelVal, depth: usize) -> Result<Value, NotJson> {
+    if depth > MAX_DEPTH {
+        return Err(NotJson(format!("the value nests deeper than {MAX_DEPTH} levels")));
+    }
+    let seq = |items: &mut dyn Iterator<Item = SteelVal>| -> Result<Value, NotJson> {
+        items.map(|v| scheme_to_json_at(&v, depth + 1)).collect::<Result<Vec<_>, _>>().map(Value::Array)
+    };
+    Ok(match value {
+        SteelVal::Void => Value::Null,
+        SteelVal::BoolV(b) => Value::Bool(*b),
+        SteelVal::IntV(i) => Value::Number((*i as i64).into()),
+        SteelVal::NumV(f) => float_json(*f)?,
+        SteelVal::Rational(r) => float_json(*r.numer() as f64 / *r.denom() as f64)?,
+        SteelVal::BigNum(b) => {
+            let text = b.to_string();
+            if let Ok(i) = text.parse::<i64>() {
+                Value::Number(i.into())
+            } else if let Ok(u) = text.parse::<u64>() {
+                Value::Number(u.into())
+            } else {
+                return Err(NotJson(format!("the integer {text} does not fit in 64 bits")));
+            }
+        }
+        SteelVal::StringV(s) | SteelVal::SymbolV(s) => Value::String(s.as_str().to_string()),
+        SteelVal::CharV(c) => Value::String(c.to_string()),
+        SteelVal::ListV(l) => seq(&mut l.iter().cloned())?,
+        SteelVal::VectorV(v) => seq(&mut v.iter().cloned())?,
+        SteelVal::MutableVector(v) => seq(&mut v.get().into_iter())?,
+        SteelVal::HashSetV(set) => {
+            let mut items = set.iter().map(|v| scheme_to_json_at(v, depth + 1)).collect::<Result<Vec<_>, _>>()?;
+            items.sort_by_key(|v| v.to_string());
+            Value::Array(items)
+        }
+        SteelVal::HashMapV(map) => {
+            let mut entries = Vec::with_capacity(map.len());
+            for (k, v) in map.iter() {
+                let key = match k {
+                    SteelVal::StringV(s) | SteelVal::SymbolV(s) => s.as_str().to_string(),
+                    other => {
+                        return Err(NotJson(format!(
+                            "hash map keys must be strings or symbols to become JSON, got {}",
+                            describe_scheme(other)
+                        )))
+                    }
+                };
+                entries.push((key, scheme_to_json_at(v, depth + 1)?));
+            }
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().collect::<Map<_, _>>())
+        }
+        other => return Err(NotJson(format!("{} cannot be converted to JSON", describe_scheme(other)))),
+    })
+}
+
+fn float_json(f: f64) -> Result<Value, NotJson> {
+    Number::from_f64(f)
+        .map(Value::Number)
+        .ok_or_else(|| NotJson(format!("the number {f} (NaN or infinite) cannot be converted to JSON")))
+}
+
+const DESCRIBE_LIMIT: usize = 80;
+
+fn clip(mut text: String) -> String {
+    if text.len() > DESCRIBE_LIMIT {
+        let mut cut = DESCRIBE_LIMIT;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("...");
+    }
+    text
+}
+
+/// A short rendering of a JSON value for error messages: `"abc"`, `12.5`, `[1,2]`, clipped.
+pub fn describe_json(value: &Value) -> String {
+    clip(value.to_string())
+}
+
+/// A short rendering of a Scheme value for error messages: `"abc"`, `12`, `#f`, `(1 2)`, `void`,
+/// `a procedure`, clipped.
+pub fn describe_scheme(value: &SteelVal) -> String {
+    let mut out = String::new();
+    render_scheme(value, &mut out, 0);
+    clip(out)
+}
+
+fn render_scheme(value: &SteelVal, out: &mut String, depth: usize) {
+    if out.len() > DESCRIBE_LIMIT || depth > 8 {
+        out.push_str("...");
+        return;
+    }
+    match value {
+        SteelVal::StringV(s) => out.push_str(&Value::String(s.as_str().to_string()).to_string()),
+        SteelVal::SymbolV(s) => {
+            out.push('\'');
+            out.push_str(s.as_str());
+        }
+        SteelVal::IntV(i) => out.push_str(&i.to_string()),
+        SteelVal::NumV(f) => out.push_str(&format!("{f:?}")),
+        SteelVal::BoolV(true) => out.push_str("#t"),
+        SteelVal::BoolV(false) => out.push_str("#f"),
+        SteelVal::CharV(c) => out.push_str(&format!("#\\{c}")),
+        SteelVal::Void => out.push_str("void"),
+        SteelVal::ListV(l) => {
+            out.push('(');
+            for (i, v) in l.iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                render_scheme(v, out, depth + 1);
+                if out.len() > DESCRIBE_LIMIT {
+                    break;
+                }
+            }
+            out.push(')');
+        }
+        SteelVal::VectorV(_) | SteelVal::MutableVector(_) => out.push_str("a vector"),
+        SteelVal::HashMapV(_) => out.push_str("a hash map"),
+        SteelVal::HashSetV(_) => out.push_str("a hash set"),
+        SteelVal::Closure(_)
+        | SteelVal::FuncV(_)
+        | SteelVal::BoxedFunction(_)
+        | SteelVal::MutFunc(_)
+        | SteelVal::BuiltIn(_)
+        | SteelVal::ContinuationFunction(_) => out.push_str("a procedure"),
+        other => out.push_str(&format!("a {}", type_name(other))),
+    }
+}
+
+fn type_name(value: &SteelVal) -> &'static str {
+    match value {
+        SteelVal::Rational(_) | SteelVal::BigRational(_) => "rational number",
+        SteelVal::BigNum(_) => "big integer",
+        SteelVal::Complex(_) => "complex number",
+        SteelVal::Pair(_) => "pair",
+        SteelVal::CustomStruct(_) => "struct",
+        SteelVal::PortV(_) => "port",
+        SteelVal::ByteVector(_) => "bytevector",
+        SteelVal::SyntaxObject(_) => "syntax object",
+        SteelVal::Boxed(_) | SteelVal::HeapAllocated(_) => "box",
+        _ => "opaque value",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn integers_stay_integers_both_ways() {
+        let v = json_to_scheme(&json!(2480), ParamType::Any).unwrap();
+        assert!(matches!(v, SteelVal::IntV(2480)));
+        assert_eq!(scheme_to_json(&v).unwrap(), json!(2480));
+        let f = json_to_scheme(&json!(2.5), ParamType::Number).unwrap();
+        assert_eq!(scheme_to_json(&f).unwrap(), json!(2.5));
+    }
+
+    #[test]
+    fn nan_and_infinity_are_errors_not_panics() {
+        assert!(scheme_to_json(&SteelVal::NumV(f64::NAN)).is_err());
+        assert!(scheme_to_json(&SteelVal::NumV(f64::INFINITY)).is_err());
+    }
+
+    #[test]
+    fn object_keys_are_strings_and_results_are_sorted() {
+        let v = json_to_scheme(&json!({"b": 1, "a": [true, null]}), ParamType::Object).unwrap();
+        let SteelVal::HashMapV(map) = &v else { panic!("not a map") };
+        assert!(map.keys().all(|k| matches!(k, SteelVal::StringV(_))));
+        assert_eq!(scheme_to_json(&v).unwrap().to_string(), r#"{"a":[true,null],"b":1}"#);
+    }
+
+    #[test]
+    fn typed_empty_values_match_the_design_table() {
+        assert_eq!(scheme_to_json(&empty_value(ParamType::String)).unwrap(), json!(""));
+        assert_eq!(scheme_to_json(&empty_value(ParamType::Integer)).unwrap(), json!(0));
+        assert_eq!(scheme_to_json(&empty_value(ParamType::Boolean)).unwrap(), json!(false));
+        assert_eq!(scheme_to_json(&empty_value(ParamType::List)).unwrap(), json!([]));
+        assert_eq!(scheme_to_json(&empty_value(ParamType::Object)).unwrap(), json!({}));
+        assert_eq!(scheme_to_json(&empty_value(ParamType::Any)).unwrap(), json!(null));
+    }
+
+    #[test]
+    fn wrong_types_describe_what_came() {
+        assert_eq!(
+            json_to_scheme(&json!("abc"), ParamType::Integer),
+            Err(Mismatch::WrongType("\"abc\"".into()))
+        );
+        assert!(json_to_scheme(&json!(u64::MAX), ParamType::Integer).is_err());
+        assert!(check_scheme(&SteelVal::NumV(1.5), ParamType::Integer).is_err());
+        assert!(matches!(check_scheme(&SteelVal::NumV(3.0), ParamType::Integer), Ok(SteelVal::IntV(3))));
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_both_ways() {
+        let mut deep = SteelVal::ListV(std::iter::empty::<SteelVal>().collect());
+        for _ in 0..(MAX_DEPTH + 5) {
+            deep = SteelVal::ListV(vec![deep].into_iter().collect());
+        }
+        assert!(scheme_to_json(&deep).is_err());
+        let mut json = json!([]);
+        for _ in 0..(MAX_DEPTH + 5) {
+            json = json!([json]);
+        }
+        assert_eq!(json_to_scheme(&json, ParamType::List), Err(Mismatch::TooDeep));
+    }
+}

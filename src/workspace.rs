@@ -1,0 +1,160 @@
+//! The workspace boundary (design section 10): every path a tool touches is resolved here, and
+//! `..`, absolute paths outside the root and symlinks that lead outside are refused, for reads and
+//! writes alike. Tools never join paths themselves.
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// The root folder tools work in.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    /// Canonical (symlink-free, absolute) root.
+    root: PathBuf,
+}
+
+impl Workspace {
+    /// A workspace rooted at `root`, which must exist.
+    ///
+    /// # Errors
+    /// When the root does not exist or is not a folder.
+    pub fn new(root: impl AsRef<Path>) -> Result<Self> {
+        let root = root.as_ref();
+        let canonical = root
+            .canonicalize()
+            .map_err(|e| Error::tool_failed(format!("workspace root {}: {e}", root.display())))?;
+        if !canonical.is_dir() {
+            return Err(Error::tool_failed(format!("workspace root {} is not a folder", root.display())));
+        }
+        Ok(Workspace { root: canonical })
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolves `path` (relative to the root, or absolute inside it) to a real location inside the
+    /// workspace. The location need not exist yet (writes create it), but whatever part of it
+    /// exists is followed through symlinks and must stay inside.
+    ///
+    /// # Errors
+    /// [`crate::ErrorKind::Denied`] for a path with a `..` component, an absolute path outside the
+    /// root, a symlink leading outside or dangling, or an empty path.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let ws = toolhost::Workspace::new(dir.path()).unwrap();
+    /// assert!(ws.resolve("src/new.rs").is_ok());
+    /// assert!(ws.resolve("../etc/passwd").is_err());
+    /// assert!(ws.resolve("/etc/passwd").is_err());
+    /// ```
+    pub fn resolve(&self, path: &str) -> Result<PathBuf> {
+        let denied = |why: &str| Err(Error::denied(format!("path \"{path}\" {why}")));
+        if path.is_empty() {
+            return denied("is empty");
+        }
+        if path.contains('\0') {
+            return denied("contains a NUL character");
+        }
+        let given = Path::new(path);
+        let relative: PathBuf = if given.is_absolute() {
+            // An absolute path is accepted when it lies inside the root, as written or once the
+            // root's own symlinks are resolved.
+            match given.strip_prefix(&self.root) {
+                Ok(rest) => rest.to_path_buf(),
+                Err(_) => match given.canonicalize().ok().and_then(|c| c.strip_prefix(&self.root).ok().map(Path::to_path_buf)) {
+                    Some(rest) => rest,
+                    None => return denied("is outside the workspace"),
+                },
+            }
+        } else {
+            given.to_path_buf()
+        };
+        let mut parts = Vec::new();
+        for component in relative.components() {
+            match component {
+                Component::Normal(part) => parts.push(part),
+                Component::CurDir => {}
+                Component::ParentDir => return denied("leaves the workspace with '..'; paths are relative to the workspace root"),
+                Component::RootDir | Component::Prefix(_) => return denied("is outside the workspace"),
+            }
+        }
+        // Follow the longest existing prefix through its symlinks; the rest does not exist yet.
+        let mut real = self.root.clone();
+        let mut rest = parts.iter();
+        for part in rest.by_ref() {
+            let next = real.join(part);
+            match next.symlink_metadata() {
+                Ok(meta) => {
+                    real = if meta.file_type().is_symlink() {
+                        match next.canonicalize() {
+                            Ok(target) => target,
+                            Err(_) => return denied("goes through a symlink whose target does not exist"),
+                        }
+                    } else {
+                        next
+                    };
+                    if !real.starts_with(&self.root) {
+                        return denied("leads outside the workspace through a symlink");
+                    }
+                }
+                Err(_) => {
+                    real = next;
+                    break;
+                }
+            }
+        }
+        for part in rest {
+            real.push(part);
+        }
+        Ok(real)
+    }
+
+    /// The path of `real` (a location inside the root) as tools show it: relative, `/`-separated.
+    pub fn display(&self, real: &Path) -> String {
+        match real.strip_prefix(&self.root) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
+            Err(_) => real.to_string_lossy().into_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_are_denied_and_inside_paths_resolve() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        assert_eq!(ws.resolve("src/a.rs").unwrap(), ws.root().join("src/a.rs"));
+        assert_eq!(ws.resolve("./src").unwrap(), ws.root().join("src"));
+        let inside_abs = ws.root().join("src/x").to_string_lossy().into_owned();
+        assert!(ws.resolve(&inside_abs).is_ok());
+        for bad in ["..", "../x", "src/../../x", "src/../x", "/etc/passwd", ""] {
+            let err = ws.resolve(bad).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::Denied, "{bad}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_leading_outside_are_denied() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("s")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("nothing"), dir.path().join("dangling")).unwrap();
+        std::fs::write(dir.path().join("real"), "r").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("inner")).unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        for bad in ["out/secret", "out/new-file", "s", "dangling"] {
+            assert!(ws.resolve(bad).is_err(), "{bad}");
+        }
+        assert_eq!(ws.resolve("inner").unwrap(), ws.root().join("real"));
+    }
+}
