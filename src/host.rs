@@ -46,11 +46,27 @@ pub(crate) struct Shared {
     pub guard: Guard,
     /// Scheme tools registered while a program ran, bound as globals once it ends.
     pub pending: Mutex<Vec<String>>,
+    /// The last error a tool raised inside Scheme code. When a Scheme tool fails with exactly
+    /// that error, the call reports its kind (a `denied` path stays `denied`).
+    pub last_tool_error: Mutex<Option<Error>>,
 }
 
 impl Shared {
     pub fn tool(&self, name: &str) -> Option<Arc<Primitive>> {
         self.registry.read().ok()?.get(name).cloned()
+    }
+
+    /// Records the error a tool raised inside Scheme code, and hands it to Scheme.
+    pub fn raise(&self, error: Error) -> SteelErr {
+        let steel_error = to_steel_error(&error);
+        if let Ok(mut last) = self.last_tool_error.lock() {
+            *last = Some(error);
+        }
+        steel_error
+    }
+
+    fn take_tool_error(&self) -> Option<Error> {
+        self.last_tool_error.lock().ok()?.take()
     }
 }
 
@@ -180,6 +196,7 @@ impl HostBuilder {
             ctx: ToolCtx { workspace, limits: self.limits },
             guard: self.guard,
             pending: Mutex::new(Vec::new()),
+            last_tool_error: Mutex::new(None),
         });
         let mut engine = engine::new_engine(self.trusted_scripts);
         script::install(&mut engine, &shared);
@@ -382,10 +399,12 @@ impl Host {
         }
         .ok_or_else(|| Error::tool_failed(format!("{name}: its Scheme procedure is missing")))?;
         let limit = self.shared.ctx.limits.scheme_call;
+        self.shared.take_tool_error();
         let armed = self.watchdog.arm(limit);
         let result = self.engine.call_function_with_args(proc, args);
         let fired = self.watchdog.disarm(armed);
         self.bind_pending();
+        let inner = self.shared.take_tool_error();
         match result {
             Ok(v) => Ok(v),
             Err(_) if fired => Err(Error::new(
@@ -393,7 +412,14 @@ impl Host {
                 format!("{name}: stopped after {} s, the time limit for one call", limit.as_secs_f64()),
             )
             .with_tool(name)),
-            Err(e) => Err(Error::tool_failed(steel_message(&e)).in_tool(name)),
+            Err(e) => {
+                let message = steel_message(&e);
+                let kind = match inner {
+                    Some(inner) if inner.message() == message => inner.kind(),
+                    _ => ErrorKind::ToolFailed,
+                };
+                Err(Error::new(kind, message).in_tool(name))
+            }
         }
     }
 }
@@ -415,7 +441,7 @@ pub(crate) fn steel_message(e: &SteelErr) -> String {
 }
 
 /// Our error as a Scheme error, carrying the complete message.
-pub(crate) fn to_steel_error(e: Error) -> SteelErr {
+pub(crate) fn to_steel_error(e: &Error) -> SteelErr {
     SteelErr::new(SteelErrorKind::Generic, e.message().to_string())
 }
 
@@ -445,7 +471,7 @@ fn bind_rust_tool(engine: &mut Engine, shared: &Arc<Shared>, tool: Arc<Primitive
             shared.guard.check(&shared.ctx, &tool, &values)?;
             invoke_rust(&shared, &tool, &values)
         };
-        run().map_err(to_steel_error)
+        run().map_err(|e| shared.raise(e))
     };
     engine.register_value(&name, SteelVal::anonymous_boxed_function(Arc::new(function)));
 }

@@ -10,23 +10,21 @@ use steel::steel_vm::engine::Engine;
 
 use crate::args;
 use crate::error::{Error, ErrorKind, Result};
-use crate::host::{to_steel_error, Shared};
+use crate::host::Shared;
 use crate::param::{Param, ParamType, Signature, Skipped};
 use crate::registry::{Handler, Primitive};
 use crate::value;
 
 /// Registers the procedures `prelude.scm` relies on.
 pub(crate) fn install(engine: &mut Engine, shared: &Arc<Shared>) {
-    let s = Arc::clone(shared);
-    bind(engine, "%register-tool", move |a| register_tool(&s, a));
-    let s = Arc::clone(shared);
-    bind(engine, "%tool-enter", move |a| tool_enter(&s, a));
-    let s = Arc::clone(shared);
-    bind(engine, "%fill-optionals", move |a| fill_optionals(&s, a));
+    bind(engine, shared, "%register-tool", register_tool);
+    bind(engine, shared, "%tool-enter", tool_enter);
+    bind(engine, shared, "%fill-optionals", fill_optionals);
 }
 
-fn bind(engine: &mut Engine, name: &str, f: impl Fn(&[SteelVal]) -> Result<SteelVal> + Send + Sync + 'static) {
-    let function = move |a: &[SteelVal]| f(a).map_err(to_steel_error);
+fn bind(engine: &mut Engine, shared: &Arc<Shared>, name: &str, f: fn(&Shared, &[SteelVal]) -> Result<SteelVal>) {
+    let shared = Arc::clone(shared);
+    let function = move |a: &[SteelVal]| f(&shared, a).map_err(|e| shared.raise(e));
     engine.register_value(name, SteelVal::anonymous_boxed_function(Arc::new(function)));
 }
 

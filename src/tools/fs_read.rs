@@ -4,7 +4,7 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
-use super::text::{count_lines_within, cut_line, read_line_capped, thousands};
+use super::text::{count_lines_within, cut_line_beyond, read_line_capped, thousands};
 use crate::context::ToolCtx;
 use crate::error::{Error, Result};
 use crate::registry::Primitive;
@@ -71,8 +71,7 @@ fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) 
         number += 1;
     }
     let end = start.saturating_add(count - 1);
-    let width = end.min(start + 1_000_000).to_string().len();
-    let mut out = String::new();
+    let mut shown_lines = Vec::new();
     while number < end {
         let (more, skipped) = read_line_capped(&mut reader, ctx.limits.line_chars * 4, &mut line).map_err(io_err)?;
         if !more {
@@ -80,11 +79,13 @@ fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) 
         }
         number += 1;
         let text = String::from_utf8_lossy(&line);
-        let mut shown = cut_line(&text, ctx.limits.line_chars);
-        if skipped > 0 && shown.len() == text.len() {
-            shown.push_str(&format!(" [... {} more bytes]", thousands(skipped)));
-        }
-        out.push_str(&format!("{number:>width$}\t{shown}\n"));
+        shown_lines.push((number, cut_line_beyond(&text, ctx.limits.line_chars, skipped)));
+    }
+    // Numbers are right-aligned to the widest one shown, so the text column lines up.
+    let width = number.to_string().len();
+    let mut out = String::new();
+    for (n, text) in &shown_lines {
+        out.push_str(&format!("{n:>width$}\t{text}\n"));
     }
     if number < start {
         return Ok(format!("({path} is empty)\n"));

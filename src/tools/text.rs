@@ -16,15 +16,19 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-/// Cuts `line` to at most `max` characters, saying how much was left out.
+/// Cuts `line` to at most `max` characters, saying how many bytes were left out.
 pub fn cut_line(line: &str, max: usize) -> String {
-    match line.char_indices().nth(max) {
-        None => line.to_string(),
-        Some((cut, _)) => {
-            let rest = line[cut..].chars().count();
-            format!("{} [... {} more characters]", &line[..cut], thousands(rest as u64))
-        }
+    cut_line_beyond(line, max, 0)
+}
+
+/// [`cut_line`] for a line of which `unread` more bytes were never read.
+pub fn cut_line_beyond(line: &str, max: usize, unread: u64) -> String {
+    let cut = line.char_indices().nth(max).map_or(line.len(), |(i, _)| i);
+    let omitted = (line.len() - cut) as u64 + unread;
+    if omitted == 0 {
+        return line.to_string();
     }
+    format!("{} [... {} more bytes]", &line[..cut], thousands(omitted))
 }
 
 /// Reads one line (without its `\n` or `\r\n`), keeping at most `keep` bytes of it and skipping the

@@ -1,0 +1,112 @@
+//! The `toolhost` command line (design section 13), run as a real child process.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use common::*;
+use serde_json::{json, Value};
+
+fn toolhost(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(args)
+        .current_dir(dir)
+        .env("TOOLHOST_HISTORY", dir.join(".history"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("toolhost starts");
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    } else {
+        drop(child.stdin.take());
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn call_prints_one_json_object_and_sets_the_exit_code() {
+    let dir = workspace(&[]);
+    let ok = toolhost(dir.path(), &["call", "fs-read", r#"{"path":"a.txt","count":2}"#], None);
+    assert_eq!(ok.status.code(), Some(0));
+    let value: Value = serde_json::from_str(&stdout(&ok)).unwrap();
+    assert_eq!(value, json!({"ok": true, "result": "1\tline 1\n2\tline 2\n... 298 more lines; next start 3\n", "notes": []}));
+    let bad = toolhost(dir.path(), &["call", "fs-read", r#"{"path":"a.txt","limit":2}"#], None);
+    assert_eq!(bad.status.code(), Some(1));
+    let value: Value = serde_json::from_str(&stdout(&bad)).unwrap();
+    assert_eq!(value["error"]["kind"], json!("unknown_argument"));
+    let piped = toolhost(dir.path(), &["call", "fs-read", "-"], Some(r#"{"path":"a.txt","start":300}"#));
+    let value: Value = serde_json::from_str(&stdout(&piped)).unwrap();
+    assert_eq!(value["result"], json!("300\tline 300\n"));
+}
+
+#[test]
+fn eval_prints_the_result_and_fails_with_exit_1() {
+    let dir = workspace(&[]);
+    let out = toolhost(dir.path(), &["eval", "(+ 1 2)"], None);
+    assert_eq!((out.status.code(), stdout(&out)), (Some(0), "3\n".to_string()));
+    let err = toolhost(dir.path(), &["eval", "(car '())"], None);
+    assert_eq!(err.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&err.stderr).contains("car"));
+}
+
+#[test]
+fn run_executes_a_script_file_with_the_tools() {
+    let dir = workspace(&[("script.scm", "(displayln (fs-read \"a.txt\" 2 1))\n(displayln \"done\")\n")]);
+    let out = toolhost(dir.path(), &["run", "script.scm"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout(&out), "2\tline 2\n... 298 more lines; next start 3\n\ndone\n");
+}
+
+#[test]
+fn root_and_tools_flags_choose_the_workspace_and_extra_tool_folders() {
+    let dir = workspace(&[]);
+    let tools = tempfile::tempdir().unwrap();
+    write(tools.path(), "shout.scm", "(define-tool (shout (text string \"Text\")) \"Shout.\" (string-upcase text))\n");
+    write(tools.path(), "broken.scm", "(oops\n");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let extra = tools.path().display().to_string();
+    let out = toolhost(elsewhere.path(), &["--root", &root, "--tools", &extra, "call", "shout", r#"{"text":"hi"}"#], None);
+    assert_eq!(serde_json::from_str::<Value>(&stdout(&out)).unwrap()["result"], json!("HI"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("broken.scm:1:"), "broken files are reported: {stderr}");
+    let read = toolhost(elsewhere.path(), &["--root", &root, "eval", "(fs-read \"a.txt\" 1 1)"], None);
+    assert!(stdout(&read).starts_with("1\tline 1"), "{}", stdout(&read));
+}
+
+#[test]
+fn tools_prints_each_provider_shape() {
+    let dir = workspace(&[]);
+    for (format, name_of) in [
+        ("openai", &(|t: &Value| t["function"]["name"].clone()) as &dyn Fn(&Value) -> Value),
+        ("anthropic", &|t: &Value| t["name"].clone()),
+        ("mcp", &|t: &Value| t["name"].clone()),
+    ] {
+        let out = toolhost(dir.path(), &["tools", "--format", format], None);
+        assert_eq!(out.status.code(), Some(0));
+        let tools: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+        let names: Vec<Value> = tools.iter().map(name_of).collect();
+        assert!(names.contains(&json!("fs-read")) && names.contains(&json!("read-around")), "{format}: {names:?}");
+    }
+}
+
+#[test]
+fn repl_reads_multi_line_input_and_answers_commands() {
+    let dir = workspace(&[]);
+    let input = "(fs-read \"a.txt\"\n   5 1)\n:help fs-read\n:tools\n:call fs-read {\"path\": \"a.txt\", \"start\": \"7\", \"count\": 1}\n(car '())\n(+ 40 2)\n:quit\n";
+    let out = toolhost(dir.path(), &["repl"], Some(input));
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(text.contains("5\tline 5"), "{text}");
+    assert!(text.contains("(fs-read path [start] [count])") && text.contains("count (integer, optional)"), "{text}");
+    assert!(text.contains("(index-grep pattern [glob])"), "{text}");
+    assert!(text.contains("note: fs-read: argument \"start\" was a number written as a string") && text.contains("7\tline 7"), "{text}");
+    assert!(text.contains("error: ") && text.contains("42"), "{text}");
+}

@@ -1,0 +1,188 @@
+//! Tools written in Scheme (design section 8): register-tool and define-tool, optional parameters,
+//! loading tool folders, reporting broken files, the script sandbox and the per-call time limit.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+use toolhost::{HostBuilder, Limits};
+
+const WORD_COUNT: &str = r#"
+;; The register-tool form, exactly as tool files in the wild write it.
+(register-tool "word-count"
+  "Count the words of a file."
+  '((path string "File to count, relative to the workspace")
+    (min-length integer "Ignore shorter words; all words when left out" optional))
+  (lambda (path . rest)
+    (let* ([min (if (null? rest) 0 (car rest))]
+           [words (split-whitespace (fs-read-raw path))])
+      (length (filter (lambda (w) (>= (string-length w) min)) words)))))
+"#;
+
+/// fs-read numbers its lines; this helper strips the numbers so word-count sees the text.
+const RAW_HELPER: &str = r#"
+(define (fs-read-raw path)
+  (string-join
+    (map (lambda (line) (if (string-contains? line "\t") (cadr (split-once line "\t")) ""))
+         (filter (lambda (l) (not (starts-with? l "..."))) (string-lines (fs-read path))))
+    "\n"))
+"#;
+
+fn word_count_workspace() -> tempfile::TempDir {
+    workspace(&[
+        ("words.txt", "a bb ccc dddd\neeeee ff\n"),
+        (".toolhost/tools/00-helpers.scm", RAW_HELPER),
+        (".toolhost/tools/word-count.scm", WORD_COUNT),
+    ])
+}
+
+#[test]
+fn a_scheme_tool_with_an_optional_parameter_works_from_scheme_and_json() {
+    let dir = word_count_workspace();
+    let mut host = host(&dir);
+    assert_eq!(host.eval_to_string(r#"(word-count "words.txt")"#).unwrap(), "6");
+    assert_eq!(host.eval_to_string(r#"(word-count "words.txt" 3)"#).unwrap(), "3");
+    assert_eq!(host.call("word-count", json!({"path": "words.txt"})).result.unwrap(), json!(6));
+    assert_eq!(host.call("word-count", json!({"path": "words.txt", "min-length": 4})).result.unwrap(), json!(2));
+    // Scheme tools follow the same argument rules as Rust tools.
+    let err = host.eval(r#"(word-count "words.txt" "x")"#).unwrap_err();
+    assert!(err.message().contains("word-count: argument 2 (min-length) must be an integer, got \"x\""), "{err}");
+    let err = host.eval("(word-count)").unwrap_err();
+    assert!(err.message().contains("(word-count path [min-length]), got 0"), "{err}");
+    let (kind, message) = err_of(&host.call("word-count", json!({"path": "words.txt", "min": 4})));
+    assert_eq!(kind, "unknown_argument");
+    assert!(message.contains("path, min-length"), "{message}");
+}
+
+#[test]
+fn define_tool_binds_every_parameter_with_empty_values_for_absent_ones() {
+    let dir = workspace(&[(
+        ".toolhost/tools/greet.scm",
+        r#"
+(define-tool (greet (name string "Who to greet")
+                    (times integer "How often; once when left out" optional)
+                    (shout boolean "Upper-case it; no when left out" optional))
+  "Greet someone."
+  (let* ([n (if (> times 0) times 1)]
+         [text (string-append "hello " name)])
+    (string-join (map (lambda (_) (if shout (string-upcase text) text)) (range 0 n)) " ")))
+;; define-tool binds the tool at once, so the same file can use it.
+(define greeting (greet "file"))
+"#,
+    )]);
+    let mut host = host(&dir);
+    assert_eq!(host.eval_to_string("greeting").unwrap(), "hello file");
+    assert_eq!(host.eval_to_string(r#"(greet "a" 2)"#).unwrap(), "hello a hello a");
+    assert_eq!(host.call("greet", json!({"name": "b", "shout": true})).result.unwrap(), json!("HELLO B"));
+    let help = toolhost::repl::tool_help(&host, "greet");
+    assert!(help.starts_with("(greet name [times] [shout])"), "{help}");
+}
+
+#[test]
+fn a_broken_file_is_reported_with_file_line_and_message_and_the_rest_still_load() {
+    let dir = workspace(&[
+        (".toolhost/tools/a-good.scm", "(define-tool (one) \"One.\" 1)\n"),
+        (".toolhost/tools/b-broken.scm", "(define x 1)\n\n(car '())\n"),
+        (".toolhost/tools/c-unbalanced.scm", "(define-tool (two) \"Two.\"\n  2\n"),
+        (".toolhost/tools/d-good.scm", "(define-tool (three) \"Three.\" 3)\n"),
+    ]);
+    let mut host = HostBuilder::new(dir.path()).build().unwrap();
+    let errors: Vec<String> = host.load_errors().iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].contains("b-broken.scm:3: ") && errors[0].contains("car"), "{errors:?}");
+    assert!(errors[1].contains("c-unbalanced.scm") && errors[1].to_lowercase().contains("eof"), "{errors:?}");
+    assert_eq!(host.call("one", json!({})).result.unwrap(), json!(1));
+    assert_eq!(host.call("three", json!({})).result.unwrap(), json!(3));
+}
+
+#[test]
+fn register_tool_refuses_bad_definitions_naming_tool_and_parameter() {
+    let dir = workspace(&[]);
+    let mut host = host(&dir);
+    let err = host
+        .eval(r#"(register-tool "bad" "Bad." '((a string "A" optional) (b string "B")) (lambda args 1))"#)
+        .unwrap_err();
+    assert!(err.message().contains("\"bad\"") && err.message().contains("\"b\" comes after optional parameter \"a\""), "{err}");
+    let err = host.eval(r#"(register-tool "fs-read" "Again." '() (lambda () 1))"#).unwrap_err();
+    assert!(err.message().contains("already registered"), "{err}");
+    let err = host.eval(r#"(register-tool "odd" "Odd." '((a text "A")) (lambda (a) a))"#).unwrap_err();
+    assert!(err.message().contains("unknown type \"text\""), "{err}");
+    let err = host.eval(r#"(register-tool "has space" "x" '() (lambda () 1))"#).unwrap_err();
+    assert!(err.message().contains("cannot be sent"), "{err}");
+}
+
+#[test]
+fn scripts_cannot_reach_files_processes_or_the_network_except_through_tools() {
+    let dir = workspace(&[]);
+    let secret = dir.path().join("a.txt").display().to_string();
+    let mut host = host(&dir);
+    for attempt in [
+        "(require-builtin steel/process)".to_string(),
+        "(require-builtin steel/filesystem)".to_string(),
+        "(require-builtin steel/tcp)".to_string(),
+        "(command \"ls\" '())".to_string(),
+        "(#%prim.command \"ls\" '())".to_string(),
+        format!("(open-input-file \"{secret}\")"),
+        "(delete-file! \"a.txt\")".to_string(),
+        "(read-dir \".\")".to_string(),
+        "(env-var \"HOME\")".to_string(),
+        "(eval '(+ 1 2))".to_string(),
+        "(spawn-native-thread (lambda () 1))".to_string(),
+        "(Engine::new)".to_string(),
+        format!("(require \"{secret}\")"),
+    ] {
+        assert!(host.eval(&attempt).is_err(), "{attempt} should fail");
+    }
+    // A tool file that tries is refused as a whole, and says why.
+    let dir = workspace(&[(".toolhost/tools/sneaky.scm", "(require \"/etc/hostname.scm\")\n")]);
+    let host = HostBuilder::new(dir.path()).build().unwrap();
+    let errors = host.load_errors();
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].message.contains("`require` is not available"), "{}", errors[0]);
+    // Trusted scripts get steel's own procedures back.
+    let dir = workspace(&[]);
+    let mut trusted = HostBuilder::new(dir.path()).trusted_scripts(true).build().unwrap();
+    assert!(trusted.eval("(procedure? command)").is_ok());
+}
+
+#[test]
+fn a_runaway_scheme_tool_times_out_and_the_host_keeps_working() {
+    let dir = workspace(&[(
+        ".toolhost/tools/spin.scm",
+        "(define (spin) (spin))\n(define-tool (spinner) \"Never returns.\" (spin))\n(define-tool (fine) \"Returns.\" 42)\n",
+    )]);
+    let limits = Limits { scheme_call: Duration::from_millis(300), ..Limits::default() };
+    let mut host = HostBuilder::new(dir.path()).limits(limits).build().unwrap();
+    let (kind, message) = err_of(&host.call("spinner", json!({})));
+    assert_eq!(kind, "timeout");
+    assert!(message.contains("spinner"), "{message}");
+    assert_eq!(host.call("fine", json!({})).result.unwrap(), json!(42));
+    assert_eq!(host.eval_to_string("(+ 1 2)").unwrap(), "3");
+    // Again, to be sure the first interrupt left nothing behind.
+    assert_eq!(err_of(&host.call("spinner", json!({}))).0, "timeout");
+    assert_eq!(host.call("fine", json!({})).result.unwrap(), json!(42));
+}
+
+#[test]
+fn a_tool_file_that_never_finishes_loading_is_stopped_and_reported() {
+    let dir = workspace(&[
+        (".toolhost/tools/a-loop.scm", "(define (spin) (spin))\n(spin)\n"),
+        (".toolhost/tools/b-fine.scm", "(define-tool (fine) \"Returns.\" 42)\n"),
+    ]);
+    let limits = Limits { scheme_call: Duration::from_millis(300), ..Limits::default() };
+    let mut host = HostBuilder::new(dir.path()).limits(limits).build().unwrap();
+    assert_eq!(host.load_errors().len(), 1);
+    assert!(host.load_errors()[0].message.contains("time limit"), "{}", host.load_errors()[0]);
+    assert_eq!(host.call("fine", json!({})).result.unwrap(), json!(42));
+}
+
+#[test]
+fn extra_tool_folders_load_after_the_project_folder() {
+    let dir = workspace(&[]);
+    let extra = tempfile::tempdir().unwrap();
+    write(extra.path(), "shout.scm", "(define-tool (shout (text string \"Text\")) \"Shout.\" (string-upcase text))\n");
+    let mut host = HostBuilder::new(dir.path()).tool_dir(extra.path()).build().unwrap();
+    assert_eq!(host.call("shout", json!({"text": "hi"})).result.unwrap(), json!("HI"));
+}
