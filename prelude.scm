@@ -64,3 +64,19 @@
 ;; Quotes a string for `sh`, so it reaches a command as one word whatever it holds.
 (define (shell-quote text)
   (string-append "'" (string-replace text "'" "'\\''") "'"))
+
+;; The lines of a text file, without their numbers, read page by page through fs-read (so the
+;; workspace boundary and the guard apply as for any tool call). Lines longer than 2,000 characters
+;; arrive cut, as fs-read shows them.
+(define (file-lines path)
+  (define (next-start row)
+    (string->number (trim (cadr (split-once row "next start ")))))
+  (define (page start acc)
+    (let* ([rows (string-lines (fs-read path start 2000))]
+           [next (foldl (lambda (row found) (if (starts-with? row "... ") (next-start row) found)) #f rows)]
+           [lines (foldl (lambda (row kept)
+                           (if (string-contains? row "\t") (cons (cadr (split-once row "\t")) kept) kept))
+                         acc
+                         rows)])
+      (if next (page next lines) (reverse lines))))
+  (page 1 '()))

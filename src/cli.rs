@@ -1,4 +1,5 @@
-//! The `toolhost` command line (design section 13): `repl`, `eval`, `run`, `call`, `tools`, with
+//! The `toolhost` command line (design section 13): `repl`, `eval`, `run`, `call`, `tools`,
+//! `pformat parse`, with
 //! the common `--root` and `--tools` flags. These forms are a stable interface.
 
 use std::io::Read;
@@ -7,6 +8,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::host::{Host, HostBuilder};
+use crate::pformat;
 use crate::schema::{self, Format};
 
 #[derive(Parser, Debug)]
@@ -50,6 +52,18 @@ enum Command {
         #[arg(long, value_enum, default_value = "openai")]
         format: CatalogueFormat,
     },
+    /// The P-format text dialect for models without native tool calls.
+    Pformat {
+        #[command(subcommand)]
+        command: PformatCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum PformatCommand {
+    /// Read model text on standard input; print a JSON array with one entry per tool-call tag:
+    /// {"name":N,"arguments":{...}} or {"error":M}.
+    Parse,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -57,6 +71,8 @@ enum CatalogueFormat {
     Openai,
     Anthropic,
     Mcp,
+    /// The P-format instructions and catalogue, as text for a prompt.
+    Pformat,
 }
 
 /// Runs the command line; returns the process exit code.
@@ -95,14 +111,27 @@ pub fn main() -> i32 {
         },
         Command::Call { tool, json } => call(&mut host, &tool, &json),
         Command::Tools { format } => {
+            let registry = host.registry();
             let format = match format {
                 CatalogueFormat::Openai => Format::OpenAi,
                 CatalogueFormat::Anthropic => Format::Anthropic,
                 CatalogueFormat::Mcp => Format::Mcp,
+                CatalogueFormat::Pformat => {
+                    println!("{}\n\n{}", pformat::instructions(), pformat::catalogue(&registry));
+                    return 0;
+                }
             };
-            let registry = host.registry();
             let catalogue = schema::catalogue(registry.iter().map(|t| t.as_ref()), format);
             println!("{}", serde_json::to_string_pretty(&catalogue).unwrap_or_default());
+            0
+        }
+        Command::Pformat { command: PformatCommand::Parse } => {
+            let mut text = String::new();
+            if let Err(e) = std::io::stdin().read_to_string(&mut text) {
+                eprintln!("toolhost: cannot read standard input: {e}");
+                return 1;
+            }
+            println!("{}", pformat::parse_to_json(&text, &host.registry()));
             0
         }
     }

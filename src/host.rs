@@ -6,6 +6,7 @@
 //! The engine is not `Send` (steel uses `Rc`), so a `Host` lives on one thread; what the engine's
 //! Rust procedures share with it ([`Shared`]) is `Send + Sync`.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -49,6 +50,9 @@ pub(crate) struct Shared {
     /// The last error a tool raised inside Scheme code. When a Scheme tool fails with exactly
     /// that error, the call reports its kind (a `denied` path stays `denied`).
     pub last_tool_error: Mutex<Option<Error>>,
+    /// Names Scheme code already uses (steel's library and the prelude): a tool bound under one of
+    /// them would replace `map` or `define-tool` for every script.
+    pub scheme_names: HashSet<String>,
 }
 
 impl Shared {
@@ -63,6 +67,18 @@ impl Shared {
             *last = Some(error);
         }
         steel_error
+    }
+
+    /// Refuses a tool name that would replace a procedure Scheme code relies on.
+    pub fn check_free(&self, name: &str) -> Result<()> {
+        if self.scheme_names.contains(name) {
+            return Err(Error::new(
+                ErrorKind::InvalidDefinition,
+                format!("tool \"{name}\": the name is already a Scheme procedure or form; choose another"),
+            )
+            .with_tool(name));
+        }
+        Ok(())
     }
 
     fn take_tool_error(&self) -> Option<Error> {
@@ -191,16 +207,20 @@ impl HostBuilder {
         for tool in self.extra {
             registry.register(tool)?;
         }
+        let mut engine = engine::new_engine(self.trusted_scripts);
+        let mut scheme_names: HashSet<String> = engine.globals().iter().map(|name| name.resolve().to_string()).collect();
+        scheme_names.extend(prelude_names());
         let shared = Arc::new(Shared {
             registry: RwLock::new(registry.clone()),
             ctx: ToolCtx { workspace, limits: self.limits },
             guard: self.guard,
             pending: Mutex::new(Vec::new()),
             last_tool_error: Mutex::new(None),
+            scheme_names,
         });
-        let mut engine = engine::new_engine(self.trusted_scripts);
         script::install(&mut engine, &shared);
         for tool in registry.iter() {
+            shared.check_free(tool.name())?;
             bind_rust_tool(&mut engine, &shared, tool.clone());
         }
         let watchdog = Watchdog::new(engine.get_thread_state_controller());
@@ -270,6 +290,7 @@ impl Host {
     /// When the registry refuses it (see [`Registry::register`]).
     pub fn register(&mut self, primitive: Primitive) -> Result<()> {
         let name = primitive.name().to_string();
+        self.shared.check_free(&name)?;
         self.shared
             .registry
             .write()
@@ -422,6 +443,15 @@ impl Host {
             }
         }
     }
+}
+
+/// The names `prelude.scm` defines at top level.
+fn prelude_names() -> impl Iterator<Item = String> {
+    PRELUDE.lines().filter_map(|line| {
+        let rest = line.strip_prefix("(define-syntax ").or_else(|| line.strip_prefix("(define "))?;
+        let name = rest.trim_start_matches('(').split([' ', ')']).next()?;
+        (!name.is_empty()).then(|| name.to_string())
+    })
 }
 
 /// The line of byte `offset` in `text`, 1-based.

@@ -48,6 +48,7 @@
 //! | [`registry`] | primitives and the registry |
 //! | [`typed`] | registering plain Rust functions as tools |
 //! | [`schema`] | provider tool schemas |
+//! | [`pformat`] | the P-format text dialect for models without native tool calls |
 //! | [`workspace`] | the workspace boundary |
 //! | [`guard`] | allow / deny / confirm before a call runs |
 //! | [`context`] | what handlers receive: workspace and limits |
@@ -66,6 +67,7 @@ pub mod error;
 pub mod guard;
 pub mod host;
 pub mod param;
+pub mod pformat;
 pub mod registry;
 pub mod repl;
 pub mod schema;
@@ -86,3 +88,8 @@ pub use param::{Param, ParamType, Signature, Skipped};
 pub use registry::{Annotations, Handler, Primitive, Registry};
 pub use typed::Tool;
 pub use workspace::Workspace;
+
+/// The README's Rust examples, compiled and run as doctests so they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -71,6 +71,7 @@ fn register_tool(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
     if !is_procedure(proc) {
         return Err(invalid(format!("\"{name}\": the last argument must be a procedure, got {}", value::describe_scheme(proc))));
     }
+    shared.check_free(name).map_err(|e| Error::new(ErrorKind::InvalidDefinition, format!("register-tool: {}", e.message())))?;
     let signature = parse_params(name, params)?;
     let primitive = Primitive::new(signature, description.as_str(), Handler::Scheme);
     shared

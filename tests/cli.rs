@@ -110,3 +110,17 @@ fn repl_reads_multi_line_input_and_answers_commands() {
     assert!(text.contains("note: fs-read: argument \"start\" was a number written as a string") && text.contains("7\tline 7"), "{text}");
     assert!(text.contains("error: ") && text.contains("42"), "{text}");
 }
+
+#[test]
+fn pformat_parse_reads_tags_from_stdin_and_tools_prints_the_pformat_catalogue() {
+    let dir = workspace(&[]);
+    let text = "Let me look.\n<tool_call>fs-read[0|a.txt|2|5]</tool_call>\n<tool_call>fs-read[a.txt|5]</tool_call>";
+    let out = toolhost(dir.path(), &["pformat", "parse"], Some(text));
+    assert_eq!(out.status.code(), Some(0));
+    let parsed: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(parsed[0], json!({"name": "fs-read", "arguments": {"path": "a.txt", "count": "5"}}));
+    assert!(parsed[1]["error"].as_str().unwrap().contains("fs-read[0|<path>|1|<start>|2|<count>]"), "{parsed}");
+    let catalogue = stdout(&toolhost(dir.path(), &["tools", "--format", "pformat"], None));
+    assert!(catalogue.contains("fs-read[0|<path>|1|<start>|2|<count>]"), "{catalogue}");
+    assert!(catalogue.contains("<tool_call>"), "the instructions come with it");
+}

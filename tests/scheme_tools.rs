@@ -17,23 +17,13 @@ const WORD_COUNT: &str = r#"
     (min-length integer "Ignore shorter words; all words when left out" optional))
   (lambda (path . rest)
     (let* ([min (if (null? rest) 0 (car rest))]
-           [words (split-whitespace (fs-read-raw path))])
+           [words (split-whitespace (string-join (file-lines path) " "))])
       (length (filter (lambda (w) (>= (string-length w) min)) words)))))
-"#;
-
-/// fs-read numbers its lines; this helper strips the numbers so word-count sees the text.
-const RAW_HELPER: &str = r#"
-(define (fs-read-raw path)
-  (string-join
-    (map (lambda (line) (if (string-contains? line "\t") (cadr (split-once line "\t")) ""))
-         (filter (lambda (l) (not (starts-with? l "..."))) (string-lines (fs-read path))))
-    "\n"))
 "#;
 
 fn word_count_workspace() -> tempfile::TempDir {
     workspace(&[
         ("words.txt", "a bb ccc dddd\neeeee ff\n"),
-        (".toolhost/tools/00-helpers.scm", RAW_HELPER),
         (".toolhost/tools/word-count.scm", WORD_COUNT),
     ])
 }
@@ -109,6 +99,11 @@ fn register_tool_refuses_bad_definitions_naming_tool_and_parameter() {
     assert!(err.message().contains("already registered"), "{err}");
     let err = host.eval(r#"(register-tool "odd" "Odd." '((a text "A")) (lambda (a) a))"#).unwrap_err();
     assert!(err.message().contains("unknown type \"text\""), "{err}");
+    for taken in ["map", "define-tool", "file-lines"] {
+        let err = host.eval(&format!(r#"(register-tool "{taken}" "x" '() (lambda () 1))"#)).unwrap_err();
+        assert!(err.message().contains("already a Scheme procedure"), "{err}");
+    }
+    assert_eq!(host.eval_to_string("(map (lambda (x) (+ x 1)) (list 1))").unwrap(), "[2]");
     let err = host.eval(r#"(register-tool "has space" "x" '() (lambda () 1))"#).unwrap_err();
     assert!(err.message().contains("cannot be sent"), "{err}");
 }
@@ -185,4 +180,15 @@ fn extra_tool_folders_load_after_the_project_folder() {
     write(extra.path(), "shout.scm", "(define-tool (shout (text string \"Text\")) \"Shout.\" (string-upcase text))\n");
     let mut host = HostBuilder::new(dir.path()).tool_dir(extra.path()).build().unwrap();
     assert_eq!(host.call("shout", json!({"text": "hi"})).result.unwrap(), json!("HI"));
+}
+
+#[test]
+fn file_lines_reads_a_whole_file_page_by_page_without_numbers() {
+    let long: String = (1..=4500).map(|n| format!("row {n}\n")).collect();
+    let dir = workspace(&[("long.txt", &long), ("empty.txt", "")]);
+    let mut host = host(&dir);
+    assert_eq!(host.eval_to_string(r#"(length (file-lines "long.txt"))"#).unwrap(), "4500");
+    assert_eq!(host.eval_to_string(r#"(list-ref (file-lines "long.txt") 4499)"#).unwrap(), "row 4500");
+    assert_eq!(host.eval_to_string(r#"(length (file-lines "empty.txt"))"#).unwrap(), "0");
+    assert!(host.eval(r#"(file-lines "../outside")"#).is_err());
 }
