@@ -169,27 +169,44 @@ fn install_display(engine: &mut Engine) {
     engine.register_value("newline", SteelVal::anonymous_boxed_function(Arc::new(|_: &[SteelVal]| show(&[], true))));
 }
 
-/// Refuses untrusted source that uses `require`: steel's module loader would read the named file
-/// from anywhere on disk. Returns the byte offset of the offending token.
-pub(crate) fn check_source(source: &str) -> Result<(), (usize, String)> {
+/// What a look at a program's tokens finds before it is compiled.
+#[derive(Debug, Default)]
+pub(crate) struct Scan {
+    /// The byte offset of a `require`, which untrusted source may not use: steel's module loader
+    /// would read the named file from anywhere on disk.
+    pub require_at: Option<usize>,
+    /// The names of `(register-tool "name" ...)` forms, so the host can bind them before the
+    /// program runs and the program can call the tools it registers.
+    pub tool_names: Vec<String>,
+}
+
+/// Reads a program's tokens (without compiling it).
+pub(crate) fn scan(source: &str) -> Scan {
+    let mut found = Scan::default();
+    // The last two tokens: an open paren, then `register-tool`.
+    let (mut open, mut register) = (false, false);
     for token in TokenStream::new(source, false, None) {
         let Ok(token) = token else { continue };
-        let is_require = match &token.ty {
-            TokenType::Require => true,
-            TokenType::Identifier(name) => name.resolve() == "require",
-            _ => false,
+        let name = match &token.ty {
+            TokenType::Require => Some("require"),
+            TokenType::Identifier(name) => Some(name.resolve()),
+            _ => None,
         };
-        if is_require {
-            return Err((
-                token.span.start as usize,
-                "`require` is not available to tool scripts: the host loads tool files itself (put \
-                 shared helpers in a file of a tool folder; files load in name order)"
-                    .to_string(),
-            ));
+        if name == Some("require") && found.require_at.is_none() {
+            found.require_at = Some(token.span.start as usize);
         }
+        if let (true, TokenType::StringLiteral(text)) = (register, &token.ty) {
+            found.tool_names.push(text.to_string());
+        }
+        register = open && name == Some("register-tool");
+        open = matches!(token.ty, TokenType::OpenParen(..));
     }
-    Ok(())
+    found
 }
+
+/// The message for untrusted source that uses `require`.
+pub(crate) const REQUIRE_REFUSED: &str = "`require` is not available to tool scripts: the host loads \
+     tool files itself (put shared helpers in a file of a tool folder; files load in name order)";
 
 /// Runs a program.
 pub(crate) fn run(engine: &mut Engine, source: String) -> steel::rvals::Result<Vec<SteelVal>> {

@@ -372,9 +372,11 @@ impl Host {
     /// untrusted scripts may not.
     fn run_source(&mut self, source: &str, name: &str, limit: Option<Duration>, ours: bool) -> std::result::Result<Vec<SteelVal>, LoadError> {
         let failure = |line: Option<usize>, message: String| LoadError { file: name.to_string(), line, message };
-        if !ours && !self.trusted_scripts {
-            engine::check_source(source).map_err(|(offset, message)| failure(line_of(source, offset), message))?;
+        let scan = engine::scan(source);
+        if let (false, false, Some(offset)) = (ours, self.trusted_scripts, scan.require_at) {
+            return Err(failure(line_of(source, offset), engine::REQUIRE_REFUSED.to_string()));
         }
+        self.prebind(&scan.tool_names);
         let armed = limit.map(|l| self.watchdog.arm(l));
         let result = engine::run(&mut self.engine, source.to_string());
         let fired = armed.is_some_and(|a| self.watchdog.disarm(a));
@@ -393,6 +395,28 @@ impl Host {
         })
     }
 
+    /// Binds the names of tools a program is about to register with `register-tool`, so the
+    /// program itself can call them (steel refuses a reference to an unknown global at compile
+    /// time). The binding looks the tool up when called, so a tool that never gets registered
+    /// answers "no tool called ...". Names in use are left alone.
+    fn prebind(&mut self, names: &[String]) {
+        for name in names {
+            let taken = self.shared.scheme_names.contains(name)
+                || self.shared.tool(name).is_some()
+                || self.engine.extract_value(name).is_ok();
+            if !taken && crate::param::provider_name(name).is_some() {
+                self.bind_tool_name(name);
+            }
+        }
+    }
+
+    fn bind_tool_name(&mut self, name: &str) {
+        let wrapper = self.engine.call_function_by_name_with_args("%tool-wrapper", vec![SteelVal::StringV(name.into())]);
+        if let Ok(wrapper) = wrapper {
+            self.engine.register_value(name, wrapper);
+        }
+    }
+
     /// Binds the Scheme tools registered by the program that just ran as global procedures.
     fn bind_pending(&mut self) {
         let names: Vec<String> = match self.shared.pending.lock() {
@@ -400,11 +424,7 @@ impl Host {
             Err(_) => return,
         };
         for name in names {
-            let wrapper =
-                self.engine.call_function_by_name_with_args("%tool-wrapper", vec![SteelVal::StringV(name.as_str().into())]);
-            if let Ok(wrapper) = wrapper {
-                self.engine.register_value(&name, wrapper);
-            }
+            self.bind_tool_name(&name);
         }
     }
 

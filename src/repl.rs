@@ -134,6 +134,24 @@ pub fn tool_help(host: &Host, name: &str) -> String {
     out.trim_end().to_string()
 }
 
+/// Completes the word before `pos` in `line` from `words` (tool names and REPL commands): the
+/// position the completion replaces from, and the candidates.
+///
+/// ```
+/// let words = vec!["fs-read".to_string(), "fs-write".to_string(), "index-grep".to_string()];
+/// assert_eq!(toolhost::repl::complete(&words, "(fs-r", 5), (1, vec!["fs-read".to_string()]));
+/// assert_eq!(toolhost::repl::complete(&words, "(fs-", 4).1.len(), 2);
+/// ```
+pub fn complete(words: &[String], line: &str, pos: usize) -> (usize, Vec<String>) {
+    let Some(head) = line.get(..pos) else { return (pos, Vec::new()) };
+    let start = head.rfind(|c: char| c.is_whitespace() || c == '(' || c == '[' || c == '\'').map_or(0, |i| i + 1);
+    let prefix = &head[start..];
+    if prefix.is_empty() {
+        return (pos, Vec::new());
+    }
+    (start, words.iter().filter(|w| w.starts_with(prefix)).cloned().collect())
+}
+
 struct ReplHelper {
     words: Vec<String>,
 }
@@ -142,14 +160,7 @@ impl Completer for ReplHelper {
     type Candidate = String;
 
     fn complete(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> rustyline::Result<(usize, Vec<String>)> {
-        let head = &line[..pos];
-        let start = head.rfind(|c: char| c.is_whitespace() || c == '(' || c == '[' || c == '\'').map_or(0, |i| i + 1);
-        let prefix = &head[start..];
-        if prefix.is_empty() {
-            return Ok((pos, Vec::new()));
-        }
-        let found = self.words.iter().filter(|w| w.starts_with(prefix)).cloned().collect();
-        Ok((start, found))
+        Ok(complete(&self.words, line, pos))
     }
 }
 

@@ -109,6 +109,8 @@ fn repl_reads_multi_line_input_and_answers_commands() {
     assert!(text.contains("(index-grep pattern [glob])"), "{text}");
     assert!(text.contains("note: fs-read: argument \"start\" was a number written as a string") && text.contains("7\tline 7"), "{text}");
     assert!(text.contains("error: ") && text.contains("42"), "{text}");
+    let history = std::fs::read_to_string(dir.path().join(".history")).unwrap();
+    assert!(history.contains("(+ 40 2)"), "the session is kept in the history file: {history}");
 }
 
 #[test]

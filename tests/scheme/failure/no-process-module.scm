@@ -1,0 +1,2 @@
+;; error: module not found: steel/process
+(require-builtin steel/process)

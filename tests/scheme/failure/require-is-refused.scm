@@ -1,0 +1,2 @@
+;; error: `require` is not available to tool scripts
+(require "/etc/passwd")

@@ -1,0 +1,2 @@
+;; error: is outside the workspace
+(fs-write "/tmp/../tmp/toolhost-escape.txt" "x")

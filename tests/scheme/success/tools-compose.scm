@@ -1,0 +1,10 @@
+;; Tools are ordinary procedures: they compose with each other and with Scheme.
+(fs-write "notes/todo.txt" "milk\neggs\nbread\n")
+(check-equal (file-lines "notes/todo.txt") '("milk" "eggs" "bread"))
+(fs-edit "notes/todo.txt" "eggs" "jam")
+(check-equal (file-lines "notes/todo.txt") '("milk" "jam" "bread"))
+(check-equal (length (file-lines "a.txt")) 300)
+(check-equal (string-lines (index-grep "^line 29[0-9]$" "a.txt"))
+             (map (lambda (n) (string-append "a.txt:" (number->string n) ":line " (number->string n)))
+                  (range 290 300)))
+(check-equal (starts-with? (shell-exec "echo $((6 * 7))") "exit code: 0") #t)
