@@ -80,7 +80,9 @@ impl Host {
             Err(e) => CallOutcome {
                 result: Err(Error::new(
                     ErrorKind::BadArguments,
-                    format!("{tool}: the arguments are not valid JSON ({e}); send an object of parameter names to values"),
+                    format!(
+                        "{tool}: the arguments are not valid JSON ({e}); send an object of parameter names to values"
+                    ),
                 )
                 .with_tool(tool)),
                 notes: Vec::new(),
@@ -100,7 +102,13 @@ impl Host {
         CallOutcome { result, notes }
     }
 
-    fn call_inner(&mut self, tool: &str, arguments: &mut Value, options: CallOptions, notes: &mut Vec<String>) -> Result<Value> {
+    fn call_inner(
+        &mut self,
+        tool: &str,
+        arguments: &mut Value,
+        options: CallOptions,
+        notes: &mut Vec<String>,
+    ) -> Result<Value> {
         let primitive = self.shared.registry.read().ok().and_then(|r| r.get_by_provider_name(tool).cloned());
         let Some(primitive) = primitive else {
             return Err(unknown_tool(self, tool));
@@ -113,6 +121,10 @@ impl Host {
             *arguments = Value::Object(Default::default());
         }
         notes.extend(tidy::tidy(&primitive.signature, arguments));
+        if options.strict {
+            // Arguments that arrived wrapped in a JSON string are only an object now.
+            tidy::drop_top_level_nulls(arguments);
+        }
         let Value::Object(map) = &*arguments else {
             return Err(Error::new(
                 ErrorKind::BadArguments,
@@ -130,8 +142,9 @@ impl Host {
             Handler::Rust(_) => invoke_rust(&self.shared, &primitive, &values)?,
             Handler::Scheme => self.call_scheme_tool(&name, values)?,
         };
-        value::scheme_to_json(&result)
-            .map_err(|e| Error::tool_failed(format!("{name}: its result cannot be sent back: {}", e.0)).with_tool(&name))
+        value::scheme_to_json(&result).map_err(|e| {
+            Error::tool_failed(format!("{name}: its result cannot be sent back: {}", e.0)).with_tool(&name)
+        })
     }
 }
 
@@ -139,6 +152,11 @@ fn unknown_tool(host: &Host, tool: &str) -> Error {
     let registry = host.registry();
     let mut names: Vec<&str> = registry.iter().map(|p| p.name()).collect();
     names.sort_unstable();
-    let shown = if names.len() > 60 { format!("{} and {} more", names[..60].join(", "), names.len() - 60) } else { names.join(", ") };
-    Error::new(ErrorKind::UnknownTool, format!("there is no tool called \"{tool}\"; the tools are {shown}")).with_tool(tool)
+    let shown = if names.len() > 60 {
+        format!("{} and {} more", names[..60].join(", "), names.len() - 60)
+    } else {
+        names.join(", ")
+    };
+    Error::new(ErrorKind::UnknownTool, format!("there is no tool called \"{tool}\"; the tools are {shown}"))
+        .with_tool(tool)
 }

@@ -46,7 +46,8 @@ enum Command {
         /// reads them from standard input.
         json: String,
     },
-    /// Print the tool catalogue in a provider's shape.
+    /// Print the tool catalogue in a provider's shape (a JSON array; for pformat, the
+    /// instructions and catalogue text).
     Tools {
         /// The shape.
         #[arg(long, value_enum, default_value = "openai")]
@@ -69,6 +70,9 @@ enum PformatCommand {
 #[derive(ValueEnum, Clone, Copy, Debug)]
 enum CatalogueFormat {
     Openai,
+    /// OpenAI tools rewritten for strict mode (`"strict": true`), or sent as they are with
+    /// `"strict": false` when a schema cannot be expressed strictly.
+    OpenaiStrict,
     Anthropic,
     Mcp,
     /// The P-format instructions and catalogue, as text for a prompt.
@@ -114,6 +118,7 @@ pub fn main() -> i32 {
             let registry = host.registry();
             let format = match format {
                 CatalogueFormat::Openai => Format::OpenAi,
+                CatalogueFormat::OpenaiStrict => Format::OpenAiStrict,
                 CatalogueFormat::Anthropic => Format::Anthropic,
                 CatalogueFormat::Mcp => Format::Mcp,
                 CatalogueFormat::Pformat => {

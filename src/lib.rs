@@ -48,6 +48,7 @@
 //! | [`registry`] | primitives and the registry |
 //! | [`typed`] | registering plain Rust functions as tools |
 //! | [`schema`] | provider tool schemas |
+//! | [`strict`] | the strict-mode schema rewrite |
 //! | [`pformat`] | the P-format text dialect for models without native tool calls |
 //! | [`workspace`] | the workspace boundary |
 //! | [`guard`] | allow / deny / confirm before a call runs |
@@ -72,6 +73,7 @@ pub mod registry;
 pub mod repl;
 pub mod schema;
 mod script;
+pub mod strict;
 pub mod tidy;
 mod tools;
 pub mod typed;

@@ -1,18 +1,24 @@
 //! One parameter model projected, at this one place, into each provider's tool shape (design
 //! section 5): OpenAI chat-completions tools, Anthropic tools and MCP `tools/list` entries. Each is a
 //! JSON Schema object with properties in declared order, `required` listing only the required
-//! parameters, and no `default` anywhere.
+//! parameters, and no `default` anywhere. The strict variant of the OpenAI shape is made here too,
+//! by handing the OpenAI shape to `strict` (section 6).
 
 use serde_json::{json, Map, Value};
 
 use crate::param::{provider_name, Param, Signature};
 use crate::registry::Primitive;
+use crate::strict::strict_openai_tool;
 
 /// The catalogue shapes toolhost can print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// `{"type":"function","function":{"name","description","parameters"}}`.
     OpenAi,
+    /// The OpenAI shape for a provider marked `strict_tools`: each tool rewritten by
+    /// [`crate::strict::strict_openai_tool`] and sent with `"strict": true`, or untouched with
+    /// `"strict": false` when its schema cannot be expressed.
+    OpenAiStrict,
     /// `{"name","description","input_schema"}`.
     Anthropic,
     /// `{"name","description","inputSchema","annotations"}`.
@@ -41,10 +47,7 @@ pub fn parameters_schema(signature: &Signature) -> Value {
         if let Some(ty) = rest.ty.json_schema_type() {
             items.insert("type".into(), json!(ty));
         }
-        properties.insert(
-            rest.name.clone(),
-            json!({"type": "array", "items": items, "description": rest.description}),
-        );
+        properties.insert(rest.name.clone(), json!({"type": "array", "items": items, "description": rest.description}));
     }
     let required: Vec<&str> = signature.params.iter().filter(|p| !p.optional).map(|p| p.name.as_str()).collect();
     json!({"type": "object", "properties": properties, "required": required})
@@ -60,10 +63,22 @@ fn property(param: &Param) -> Value {
 }
 
 /// One tool in a provider's shape, under the name the provider can take.
+///
+/// ```
+/// use toolhost::schema::{tool_schema, Format};
+/// let dir = tempfile::tempdir().unwrap();
+/// let host = toolhost::Host::new(dir.path()).unwrap();
+/// let fs_read = host.tool("fs-read").unwrap();
+/// let strict = tool_schema(&fs_read, Format::OpenAiStrict);
+/// assert_eq!(strict["function"]["strict"], true);
+/// // The optional start is required and admits null in strict mode.
+/// assert_eq!(strict["function"]["parameters"]["properties"]["start"]["type"], serde_json::json!(["integer", "null"]));
+/// ```
 pub fn tool_schema(tool: &Primitive, format: Format) -> Value {
     let name = provider_name(tool.name()).unwrap_or_else(|| tool.name().to_string());
     let parameters = parameters_schema(&tool.signature);
     match format {
+        Format::OpenAiStrict => strict_openai_tool(&tool_schema(tool, Format::OpenAi)),
         Format::OpenAi => json!({
             "type": "function",
             "function": {"name": name, "description": tool.description, "parameters": parameters},

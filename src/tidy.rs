@@ -43,6 +43,10 @@ pub fn tidy(signature: &Signature, arguments: &mut Value) -> Vec<String> {
     notes
 }
 
+fn is_whole(n: &serde_json::Number) -> bool {
+    n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+}
+
 fn tidy_object(signature: &Signature, map: &mut Map<String, Value>, notes: &mut Vec<String>) {
     let tool = &signature.name;
     let params = signature.params.iter().map(|p| (p, p.ty)).chain(signature.rest.iter().map(|p| (p, ParamType::List)));
@@ -57,7 +61,11 @@ fn tidy_object(signature: &Signature, map: &mut Map<String, Value>, notes: &mut 
             ParamType::Integer | ParamType::Number => {
                 let exact = !text.is_empty() && text.trim() == text;
                 match serde_json::from_str::<Value>(text) {
-                    Ok(v @ Value::Number(_)) if exact => Some((v, "a number written as a string")),
+                    // An integer parameter takes only whole numbers: "2.5" stays a string and is
+                    // refused as it came, rather than noted as read and then refused.
+                    Ok(Value::Number(n)) if exact && (ty == ParamType::Number || is_whole(&n)) => {
+                        Some((Value::Number(n), "a number written as a string"))
+                    }
                     _ => None,
                 }
             }

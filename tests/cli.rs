@@ -36,7 +36,10 @@ fn call_prints_one_json_object_and_sets_the_exit_code() {
     let ok = toolhost(dir.path(), &["call", "fs-read", r#"{"path":"a.txt","count":2}"#], None);
     assert_eq!(ok.status.code(), Some(0));
     let value: Value = serde_json::from_str(&stdout(&ok)).unwrap();
-    assert_eq!(value, json!({"ok": true, "result": "1\tline 1\n2\tline 2\n... 298 more lines; next start 3\n", "notes": []}));
+    assert_eq!(
+        value,
+        json!({"ok": true, "result": "1\tline 1\n2\tline 2\n... 298 more lines; next start 3\n", "notes": []})
+    );
     let bad = toolhost(dir.path(), &["call", "fs-read", r#"{"path":"a.txt","limit":2}"#], None);
     assert_eq!(bad.status.code(), Some(1));
     let value: Value = serde_json::from_str(&stdout(&bad)).unwrap();
@@ -73,7 +76,8 @@ fn root_and_tools_flags_choose_the_workspace_and_extra_tool_folders() {
     let elsewhere = tempfile::tempdir().unwrap();
     let root = dir.path().display().to_string();
     let extra = tools.path().display().to_string();
-    let out = toolhost(elsewhere.path(), &["--root", &root, "--tools", &extra, "call", "shout", r#"{"text":"hi"}"#], None);
+    let out =
+        toolhost(elsewhere.path(), &["--root", &root, "--tools", &extra, "call", "shout", r#"{"text":"hi"}"#], None);
     assert_eq!(serde_json::from_str::<Value>(&stdout(&out)).unwrap()["result"], json!("HI"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("broken.scm:1:"), "broken files are reported: {stderr}");
@@ -86,6 +90,7 @@ fn tools_prints_each_provider_shape() {
     let dir = workspace(&[]);
     for (format, name_of) in [
         ("openai", &(|t: &Value| t["function"]["name"].clone()) as &dyn Fn(&Value) -> Value),
+        ("openai-strict", &|t: &Value| t["function"]["name"].clone()),
         ("anthropic", &|t: &Value| t["name"].clone()),
         ("mcp", &|t: &Value| t["name"].clone()),
     ] {
@@ -94,6 +99,9 @@ fn tools_prints_each_provider_shape() {
         let tools: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
         let names: Vec<Value> = tools.iter().map(name_of).collect();
         assert!(names.contains(&json!("fs-read")) && names.contains(&json!("read-around")), "{format}: {names:?}");
+        if format == "openai-strict" {
+            assert!(tools.iter().all(|t| t["function"]["strict"] == json!(true)), "every built-in tool is strict");
+        }
     }
 }
 
@@ -107,7 +115,11 @@ fn repl_reads_multi_line_input_and_answers_commands() {
     assert!(text.contains("5\tline 5"), "{text}");
     assert!(text.contains("(fs-read path [start] [count])") && text.contains("count (integer, optional)"), "{text}");
     assert!(text.contains("(index-grep pattern [glob])"), "{text}");
-    assert!(text.contains("note: fs-read: argument \"start\" was a number written as a string") && text.contains("7\tline 7"), "{text}");
+    assert!(
+        text.contains("note: fs-read: argument \"start\" was a number written as a string")
+            && text.contains("7\tline 7"),
+        "{text}"
+    );
     assert!(text.contains("error: ") && text.contains("42"), "{text}");
     let history = std::fs::read_to_string(dir.path().join(".history")).unwrap();
     assert!(history.contains("(+ 40 2)"), "the session is kept in the history file: {history}");
