@@ -51,7 +51,10 @@ fn main() {
     for _ in 0..RUNS {
         bare.push(time(Command::new(&me).arg("--bare-engine").env("STEEL_HOME", &steel_home)));
         host.push(time(
-            Command::new(toolhost).args(["eval", "(+ 1 2)"]).current_dir(workspace.path()).env("STEEL_HOME", &steel_home),
+            Command::new(toolhost)
+                .args(["eval", "(+ 1 2)"])
+                .current_dir(workspace.path())
+                .env("STEEL_HOME", &steel_home),
         ));
     }
     let (bare, host) = (median(bare), median(host));

@@ -219,7 +219,8 @@ mod tests {
         let sig = fs_read();
         let err = args_from_scheme(&sig, &[]).unwrap_err();
         assert_eq!(err.message(), "fs-read: expected 1 to 3 arguments (fs-read path [start] [count]), got 0");
-        let err = args_from_scheme(&sig, &[SteelVal::StringV("a".into()), SteelVal::StringV("abc".into())]).unwrap_err();
+        let err =
+            args_from_scheme(&sig, &[SteelVal::StringV("a".into()), SteelVal::StringV("abc".into())]).unwrap_err();
         assert_eq!(err.message(), "fs-read: argument 2 (start) must be an integer, got \"abc\"");
     }
 
@@ -227,7 +228,51 @@ mod tests {
     fn variadic_rest_arrives_spread() {
         let mut sig = Signature::new("cat", vec![Param::required("first", ParamType::String, "")]);
         sig.rest = Some(Param::required("more", ParamType::String, ""));
-        assert_eq!(call(&sig, json!({"first": "a", "more": ["b", "c"]})).unwrap(), vec![json!("a"), json!("b"), json!("c")]);
+        assert_eq!(
+            call(&sig, json!({"first": "a", "more": ["b", "c"]})).unwrap(),
+            vec![json!("a"), json!("b"), json!("c")]
+        );
         assert_eq!(call(&sig, json!({"first": "a", "more": "b"})).unwrap_err().kind(), ErrorKind::WrongType);
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|i| json!(i)),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| json!(f)),
+            ".{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-z]{0,3}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever a model sends, conversion answers with values or an error of a call kind, and
+        /// the values always fit the signature.
+        #[test]
+        fn any_json_arguments_convert_or_fail_cleanly(
+            names in proptest::collection::vec(proptest::sample::select(vec!["path", "start", "count", "limit"]), 0..4),
+            values in proptest::collection::vec(json_value(), 0..4),
+        ) {
+            let sig = fs_read();
+            let args: Map<String, Value> = names.into_iter().map(String::from).zip(values).collect();
+            match args_from_json(&sig, &args) {
+                Ok(values) => {
+                    proptest::prop_assert!(sig.accepts_count(values.len()));
+                    proptest::prop_assert!(args_from_scheme(&sig, &values).is_ok());
+                }
+                Err(e) => proptest::prop_assert!(matches!(
+                    e.kind(),
+                    ErrorKind::UnknownArgument | ErrorKind::MissingArgument | ErrorKind::WrongType
+                )),
+            }
+        }
     }
 }

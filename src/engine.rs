@@ -86,10 +86,28 @@ fn script_modules() -> Vec<BuiltInModule> {
     let mut modules = Vec::new();
     macro_rules! take { ($($m:ident),*) => { $( modules.push($m.with(|m| m.clone())); )* } }
     take!(
-        MAP_MODULE, SET_MODULE, LIST_MODULE, STRING_MODULE, SYMBOL_MODULE, VECTOR_MODULE,
-        IMMUTABLE_VECTOR_MODULE, STREAM_MODULE, IDENTITY_MODULE, NUMBER_MODULE, EQUALITY_MODULE,
-        ORD_MODULE, TRANSDUCER_MODULE, IO_MODULE, PORT_MODULE_WITHOUT_FILESYSTEM, JSON_MODULE,
-        CONSTANTS_MODULE, SYNTAX_MODULE, RESULT_MODULE, OPTION_MODULE, TYPE_ID_MODULE, BYTEVECTOR_MODULE
+        MAP_MODULE,
+        SET_MODULE,
+        LIST_MODULE,
+        STRING_MODULE,
+        SYMBOL_MODULE,
+        VECTOR_MODULE,
+        IMMUTABLE_VECTOR_MODULE,
+        STREAM_MODULE,
+        IDENTITY_MODULE,
+        NUMBER_MODULE,
+        EQUALITY_MODULE,
+        ORD_MODULE,
+        TRANSDUCER_MODULE,
+        IO_MODULE,
+        PORT_MODULE_WITHOUT_FILESYSTEM,
+        JSON_MODULE,
+        CONSTANTS_MODULE,
+        SYNTAX_MODULE,
+        RESULT_MODULE,
+        OPTION_MODULE,
+        TYPE_ID_MODULE,
+        BYTEVECTOR_MODULE
     );
     modules.push(META_MODULE.with(|m| without(m, META_DENIED)));
     modules

@@ -122,7 +122,9 @@ impl Guard {
         let name = tool.name();
         match self.action_for(name) {
             Action::Allow => Ok(()),
-            Action::Deny => Err(Error::denied(format!("{name}: calls to this tool are not allowed here")).with_tool(name)),
+            Action::Deny => {
+                Err(Error::denied(format!("{name}: calls to this tool are not allowed here")).with_tool(name))
+            }
             Action::Confirm => {
                 let Some(confirmer) = &self.confirmer else {
                     return Err(Error::denied(format!(

@@ -18,12 +18,12 @@ use steel::steel_vm::engine::Engine;
 use crate::args;
 use crate::context::{Limits, ToolCtx};
 use crate::engine;
-use crate::watchdog::Watchdog;
 use crate::error::{Error, ErrorKind, Result};
 use crate::guard::Guard;
 use crate::registry::{Handler, Primitive, Registry};
 use crate::script;
 use crate::tools;
+use crate::watchdog::Watchdog;
 use crate::workspace::Workspace;
 
 /// The prelude every host loads before any tool file: `register-tool`'s Scheme half, `define-tool`
@@ -32,10 +32,8 @@ pub const PRELUDE: &str = include_str!("../prelude.scm");
 
 /// The Scheme tools that ship with toolhost (`scheme/*.scm`), compiled into the binary so it runs
 /// from anywhere.
-pub const SHIPPED_TOOLS: &[(&str, &str)] = &[
-    ("scheme/code.scm", include_str!("../scheme/code.scm")),
-    ("scheme/git.scm", include_str!("../scheme/git.scm")),
-];
+pub const SHIPPED_TOOLS: &[(&str, &str)] =
+    &[("scheme/code.scm", include_str!("../scheme/code.scm")), ("scheme/git.scm", include_str!("../scheme/git.scm"))];
 
 /// The folder under the workspace that holds a project's own tool files.
 pub const PROJECT_TOOLS_DIR: &str = ".toolhost/tools";
@@ -208,7 +206,8 @@ impl HostBuilder {
             registry.register(tool)?;
         }
         let mut engine = engine::new_engine(self.trusted_scripts);
-        let mut scheme_names: HashSet<String> = engine.globals().iter().map(|name| name.resolve().to_string()).collect();
+        let mut scheme_names: HashSet<String> =
+            engine.globals().iter().map(|name| name.resolve().to_string()).collect();
         scheme_names.extend(prelude_names());
         let shared = Arc::new(Shared {
             registry: RwLock::new(registry.clone()),
@@ -224,7 +223,8 @@ impl HostBuilder {
             bind_rust_tool(&mut engine, &shared, tool.clone());
         }
         let watchdog = Watchdog::new(engine.get_thread_state_controller());
-        let mut host = Host { engine, shared, watchdog, load_errors: Vec::new(), trusted_scripts: self.trusted_scripts };
+        let mut host =
+            Host { engine, shared, watchdog, load_errors: Vec::new(), trusted_scripts: self.trusted_scripts };
         host.load_text("prelude.scm", PRELUDE, true).map_err(|e| Error::new(ErrorKind::Script, e.to_string()))?;
         if self.shipped_tools {
             for (name, text) in SHIPPED_TOOLS {
@@ -346,8 +346,11 @@ impl Host {
     /// A [`LoadError`] with the file, line and message.
     pub fn load_file(&mut self, path: &Path) -> std::result::Result<(), LoadError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| LoadError { file: name.clone(), line: None, message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+            file: name.clone(),
+            line: None,
+            message: e.to_string(),
+        })?;
         self.load_source(&name, &text)
     }
 
@@ -370,7 +373,13 @@ impl Host {
     /// Runs a program under an optional time limit, reporting failures with the line they point at.
     /// `ours` marks toolhost's own source (the prelude, the shipped tools), which may use what
     /// untrusted scripts may not.
-    fn run_source(&mut self, source: &str, name: &str, limit: Option<Duration>, ours: bool) -> std::result::Result<Vec<SteelVal>, LoadError> {
+    fn run_source(
+        &mut self,
+        source: &str,
+        name: &str,
+        limit: Option<Duration>,
+        ours: bool,
+    ) -> std::result::Result<Vec<SteelVal>, LoadError> {
         let failure = |line: Option<usize>, message: String| LoadError { file: name.to_string(), line, message };
         let scan = engine::scan(source);
         if let (false, false, Some(offset)) = (ours, self.trusted_scripts, scan.require_at) {
@@ -411,7 +420,8 @@ impl Host {
     }
 
     fn bind_tool_name(&mut self, name: &str) {
-        let wrapper = self.engine.call_function_by_name_with_args("%tool-wrapper", vec![SteelVal::StringV(name.into())]);
+        let wrapper =
+            self.engine.call_function_by_name_with_args("%tool-wrapper", vec![SteelVal::StringV(name.into())]);
         if let Ok(wrapper) = wrapper {
             self.engine.register_value(name, wrapper);
         }

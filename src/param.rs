@@ -194,8 +194,7 @@ impl Signature {
 
     /// Every parameter name, the variadic one last: `path, start, count`.
     pub fn param_names(&self) -> String {
-        let names: Vec<&str> =
-            self.params.iter().chain(self.rest.as_ref()).map(|p| p.name.as_str()).collect();
+        let names: Vec<&str> = self.params.iter().chain(self.rest.as_ref()).map(|p| p.name.as_str()).collect();
         names.join(", ")
     }
 

@@ -162,8 +162,7 @@ pub fn parse_to_json(text: &str, registry: &Registry) -> Value {
 /// );
 /// ```
 pub fn render_call(signature: &Signature, arguments: &Map<String, Value>) -> String {
-    let body = render_pformat(signature, arguments)
-        .unwrap_or_else(|| render_json_body(&signature.name, arguments));
+    let body = render_pformat(signature, arguments).unwrap_or_else(|| render_json_body(&signature.name, arguments));
     format!("{OPEN}{body}{CLOSE}")
 }
 
@@ -178,9 +177,7 @@ pub fn render_call(signature: &Signature, arguments: &Map<String, Value>) -> Str
 /// assert_eq!(placeholder_signature(sig), "save-note[0|<title>|1|<text>]");
 /// ```
 pub fn placeholder_signature(signature: &Signature) -> String {
-    let pairs: Vec<String> = slots(signature)
-        .map(|(slot, param, _)| format!("{slot}|<{}>", param.name))
-        .collect();
+    let pairs: Vec<String> = slots(signature).map(|(slot, param, _)| format!("{slot}|<{}>", param.name)).collect();
     format!("{}[{}]", signature.name, pairs.join("|"))
 }
 
@@ -196,10 +193,7 @@ pub fn placeholder_signature(signature: &Signature) -> String {
 /// assert!(text.contains("  1 days (integer, optional): "));
 /// ```
 pub fn catalogue(registry: &Registry) -> String {
-    let entries: Vec<String> = registry
-        .iter()
-        .map(|p| catalogue_entry(&p.signature, &p.description))
-        .collect();
+    let entries: Vec<String> = registry.iter().map(|p| catalogue_entry(&p.signature, &p.description)).collect();
     entries.join("\n")
 }
 
@@ -238,20 +232,13 @@ pub fn instructions() -> String {
 /// checked, and for documentation.
 pub fn example_registry() -> Registry {
     let mut registry = Registry::new();
-    let handler: RustHandler = std::sync::Arc::new(|_, _| {
-        Err(Error::tool_failed(
-            "an example tool from the P-format instructions",
-        ))
-    });
+    let handler: RustHandler =
+        std::sync::Arc::new(|_, _| Err(Error::tool_failed("an example tool from the P-format instructions")));
     let weather = Signature::new(
         "get-weather",
         vec![
             Param::required("city", ParamType::String, "The city's name"),
-            Param::optional(
-                "days",
-                ParamType::Integer,
-                "How many days ahead; 1 when left out",
-            ),
+            Param::optional("days", ParamType::Integer, "How many days ahead; 1 when left out"),
             Param::optional(
                 "readings",
                 ParamType::List,
@@ -266,17 +253,10 @@ pub fn example_registry() -> Registry {
             Param::required("text", ParamType::String, "The note's text"),
         ],
     );
-    let tools = [
-        (weather, "The weather forecast for a city."),
-        (note, "Save a note."),
-    ];
+    let tools = [(weather, "The weather forecast for a city."), (note, "Save a note.")];
     for (signature, description) in tools {
         // Both signatures are fixed and valid, and a unit test checks that both register.
-        let _ = registry.register(Primitive::new(
-            signature,
-            description,
-            Handler::Rust(handler.clone()),
-        ));
+        let _ = registry.register(Primitive::new(signature, description, Handler::Rust(handler.clone())));
     }
     registry
 }
@@ -320,16 +300,8 @@ Examples:
 /// Each worked example: what it shows, the example tool, and the arguments it is rendered from.
 fn worked_examples() -> Vec<(&'static str, &'static str, Value)> {
     vec![
-        (
-            "The shortest call, with only the required city:",
-            "get-weather",
-            json!({"city": "Paris"}),
-        ),
-        (
-            "A number:",
-            "get-weather",
-            json!({"city": "Oslo", "days": 3}),
-        ),
+        ("The shortest call, with only the required city:", "get-weather", json!({"city": "Paris"})),
+        ("A number:", "get-weather", json!({"city": "Oslo", "days": 3})),
         (
             "Slot 1 left out, and a list as JSON text (its ] written \\]):",
             "get-weather",
@@ -340,11 +312,7 @@ fn worked_examples() -> Vec<(&'static str, &'static str, Value)> {
             "save-note",
             json!({"title": "Plan", "text": "Steps:\n1. compare a|b\n2. see [notes] in C:\\work"}),
         ),
-        (
-            "An empty string needs the JSON form:",
-            "save-note",
-            json!({"title": "Blank", "text": ""}),
-        ),
+        ("An empty string needs the JSON form:", "save-note", json!({"title": "Blank", "text": ""})),
     ]
 }
 
@@ -376,10 +344,7 @@ fn next_marker(text: &str, from: usize) -> Option<(usize, Marker)> {
 fn parse_body(body: &str, registry: &Registry) -> ParsedCall {
     let trimmed = body.trim();
     if trimmed.is_empty() {
-        return Err(bad(
-            None,
-            format!("a tool_call tag is empty. {GENERIC_FORM}"),
-        ));
+        return Err(bad(None, format!("a tool_call tag is empty. {GENERIC_FORM}")));
     }
     if trimmed.starts_with('{') {
         parse_json_body(trimmed, registry)
@@ -400,10 +365,7 @@ fn parse_pformat_body(body: &str, registry: &Registry) -> ParsedCall {
     let primitive = lookup(name, registry)?;
     let sig = &primitive.signature;
     let Some(args) = args else {
-        return Err(refuse(
-            sig,
-            "the call has no [ ] holding its arguments".into(),
-        ));
+        return Err(refuse(sig, "the call has no [ ] holding its arguments".into()));
     };
     let mut tokens = scan_arguments(args).map_err(|problem| refuse(sig, problem))?;
     if tokens.len() == 1 && tokens[0].trim().is_empty() {
@@ -445,11 +407,7 @@ fn parse_pformat_body(body: &str, registry: &Registry) -> ParsedCall {
                 0 => "it takes no arguments".to_string(),
                 n => format!("its slots are 0 to {}", n - 1),
             };
-            let shown = if slot == usize::MAX {
-                clip(index.trim())
-            } else {
-                slot.to_string()
-            };
+            let shown = if slot == usize::MAX { clip(index.trim()) } else { slot.to_string() };
             return Err(refuse(sig, format!("there is no slot {shown}; {has}")));
         };
         *entry = if value.is_empty() { None } else { Some(value) };
@@ -474,10 +432,7 @@ fn parse_pformat_body(body: &str, registry: &Registry) -> ParsedCall {
         };
         arguments.insert(param.name.clone(), value);
     }
-    Ok(Call {
-        name: sig.name.clone(),
-        arguments,
-    })
+    Ok(Call { name: sig.name.clone(), arguments })
 }
 
 /// Splits the text after `[` into unescaped tokens, up to the first unescaped `]`, which must end
@@ -532,37 +487,19 @@ fn parse_json_body(body: &str, registry: &Registry) -> ParsedCall {
     let shape = "the JSON form is {\"name\": \"TOOL\", \"arguments\": {\"PARAMETER\": VALUE, ...}}";
     let mut object = match serde_json::from_str::<Value>(body) {
         Ok(Value::Object(object)) => object,
-        Ok(_) => {
-            return Err(bad(
-                None,
-                format!("the tag's JSON is not an object; {shape}"),
-            ))
-        }
-        Err(e) => {
-            return Err(bad(
-                None,
-                format!("the tag's JSON does not parse ({e}); {shape}"),
-            ))
-        }
+        Ok(_) => return Err(bad(None, format!("the tag's JSON is not an object; {shape}"))),
+        Err(e) => return Err(bad(None, format!("the tag's JSON does not parse ({e}); {shape}"))),
     };
     let name = match object.get("name") {
         Some(Value::String(name)) => name.clone(),
-        _ => {
-            return Err(bad(
-                None,
-                format!("the tag's JSON has no \"name\" string; {shape}"),
-            ))
-        }
+        _ => return Err(bad(None, format!("the tag's JSON has no \"name\" string; {shape}"))),
     };
     let primitive = lookup(&name, registry)?;
     let sig = &primitive.signature;
     if let Some(key) = object.keys().find(|k| *k != "name" && *k != "arguments") {
         return Err(refuse(
             sig,
-            format!(
-                "the JSON form has only \"name\" and \"arguments\", and \"{}\" is not read",
-                clip(key)
-            ),
+            format!("the JSON form has only \"name\" and \"arguments\", and \"{}\" is not read", clip(key)),
         ));
     }
     let arguments = match object.remove("arguments") {
@@ -571,19 +508,11 @@ fn parse_json_body(body: &str, registry: &Registry) -> ParsedCall {
         // The same reading tidy gives a whole arguments value sent as a string holding an object.
         Some(Value::String(text)) => match serde_json::from_str::<Value>(&text) {
             Ok(Value::Object(arguments)) => arguments,
-            _ => {
-                return Err(refuse(
-                    sig,
-                    "\"arguments\" is a string, not an object".into(),
-                ))
-            }
+            _ => return Err(refuse(sig, "\"arguments\" is a string, not an object".into())),
         },
         Some(_) => return Err(refuse(sig, "\"arguments\" is not an object".into())),
     };
-    Ok(Call {
-        name: sig.name.clone(),
-        arguments,
-    })
+    Ok(Call { name: sig.name.clone(), arguments })
 }
 
 fn unclosed(body: &str, registry: &Registry) -> Error {
@@ -598,10 +527,7 @@ fn unclosed(body: &str, registry: &Registry) -> Error {
 
 fn lookup<'r>(name: &str, registry: &'r Registry) -> Result<&'r std::sync::Arc<Primitive>, Error> {
     if name.is_empty() {
-        return Err(bad(
-            None,
-            format!("the call has no tool name. {GENERIC_FORM}"),
-        ));
+        return Err(bad(None, format!("the call has no tool name. {GENERIC_FORM}")));
     }
     registry.get_by_provider_name(name).ok_or_else(|| {
         let mut names: Vec<&str> = registry.iter().map(|p| p.name()).collect();
@@ -611,13 +537,7 @@ fn lookup<'r>(name: &str, registry: &'r Registry) -> Result<&'r std::sync::Arc<P
         } else {
             names.join(", ")
         };
-        Error::new(
-            ErrorKind::UnknownTool,
-            format!(
-                "there is no tool called \"{}\"; the tools are {shown}",
-                clip(name)
-            ),
-        )
+        Error::new(ErrorKind::UnknownTool, format!("there is no tool called \"{}\"; the tools are {shown}", clip(name)))
     })
 }
 
@@ -670,18 +590,12 @@ fn clip_end(text: &str) -> String {
 /// list of the rest of the values).
 fn slots(sig: &Signature) -> impl Iterator<Item = (usize, &Param, bool)> {
     let declared = sig.params.iter().map(|p| (p, false));
-    declared
-        .chain(sig.rest.iter().map(|p| (p, true)))
-        .enumerate()
-        .map(|(slot, (p, rest))| (slot, p, rest))
+    declared.chain(sig.rest.iter().map(|p| (p, true))).enumerate().map(|(slot, (p, rest))| (slot, p, rest))
 }
 
 fn render_pformat(sig: &Signature, arguments: &Map<String, Value>) -> Option<String> {
     let all: Vec<(usize, &Param, bool)> = slots(sig).collect();
-    if !arguments
-        .keys()
-        .all(|key| all.iter().any(|(_, p, _)| &p.name == key))
-    {
+    if !arguments.keys().all(|key| all.iter().any(|(_, p, _)| &p.name == key)) {
         return None;
     }
     let mut pairs = Vec::new();
@@ -708,9 +622,7 @@ fn value_text(ty: ParamType, value: &Value) -> Option<String> {
         (ParamType::String, _) => None,
         (ParamType::Integer | ParamType::Number, Value::Number(n)) => Some(n.to_string()),
         (ParamType::Boolean, Value::Bool(b)) => Some(b.to_string()),
-        (ParamType::List, v @ Value::Array(_)) | (ParamType::Object, v @ Value::Object(_)) => {
-            Some(v.to_string())
-        }
+        (ParamType::List, v @ Value::Array(_)) | (ParamType::Object, v @ Value::Object(_)) => Some(v.to_string()),
         _ => None,
     }
 }
@@ -748,18 +660,11 @@ fn catalogue_entry(sig: &Signature, description: &str) -> String {
     }
     for (slot, param, rest) in slots(sig) {
         let ty = if rest {
-            format!(
-                "a JSON list of {} values, the rest of the values",
-                param.ty.name()
-            )
+            format!("a JSON list of {} values, the rest of the values", param.ty.name())
         } else {
             type_label(param.ty).to_string()
         };
-        let need = if param.optional || rest {
-            "optional"
-        } else {
-            "required"
-        };
+        let need = if param.optional || rest { "optional" } else { "required" };
         let mut lines = param.description.lines();
         out.push_str(&format!("  {slot} {} ({ty}, {need})", param.name));
         match lines.next() {
@@ -794,30 +699,19 @@ mod tests {
     fn registry() -> Registry {
         let mut registry = example_registry();
         let handler: RustHandler = std::sync::Arc::new(|_, _| Err(Error::tool_failed("test")));
-        let mut variadic = Signature::new(
-            "concat",
-            vec![Param::required("first", ParamType::String, "")],
-        );
+        let mut variadic = Signature::new("concat", vec![Param::required("first", ParamType::String, "")]);
         variadic.rest = Some(Param::required("more", ParamType::String, ""));
         let sigs = [
             Signature::new(
                 "put",
-                vec![
-                    Param::required("key", ParamType::String, ""),
-                    Param::optional("value", ParamType::Any, ""),
-                ],
+                vec![Param::required("key", ParamType::String, ""), Param::optional("value", ParamType::Any, "")],
             ),
             variadic,
             Signature::new("now", vec![]),
-            Signature::new(
-                "srv.read",
-                vec![Param::required("path", ParamType::String, "")],
-            ),
+            Signature::new("srv.read", vec![Param::required("path", ParamType::String, "")]),
         ];
         for sig in sigs {
-            registry
-                .register(Primitive::new(sig, "", Handler::Rust(handler.clone())))
-                .unwrap();
+            registry.register(Primitive::new(sig, "", Handler::Rust(handler.clone()))).unwrap();
         }
         registry
     }
@@ -852,10 +746,7 @@ mod tests {
 
     #[test]
     fn example_tools_all_register() {
-        let names: Vec<String> = example_registry()
-            .iter()
-            .map(|p| p.name().to_string())
-            .collect();
+        let names: Vec<String> = example_registry().iter().map(|p| p.name().to_string()).collect();
         assert_eq!(names, ["get-weather", "save-note"]);
     }
 
@@ -865,10 +756,7 @@ mod tests {
             args("<tool_call>get-weather[0|Paris|2|[\"rain\"\\]]</tool_call>"),
             json!({"city": "Paris", "readings": "[\"rain\"]"})
         );
-        assert_eq!(
-            args("<tool_call>get-weather[1|3|0|Oslo]</tool_call>"),
-            json!({"city": "Oslo", "days": "3"})
-        );
+        assert_eq!(args("<tool_call>get-weather[1|3|0|Oslo]</tool_call>"), json!({"city": "Oslo", "days": "3"}));
     }
 
     #[test]
@@ -879,22 +767,10 @@ mod tests {
 
     #[test]
     fn empty_value_omits_and_an_empty_repeat_retracts() {
-        assert_eq!(
-            args("<tool_call>get-weather[0|Oslo|1|]</tool_call>"),
-            json!({"city": "Oslo"})
-        );
-        assert_eq!(
-            args("<tool_call>get-weather[0|Oslo|1|2|1|]</tool_call>"),
-            json!({"city": "Oslo"})
-        );
-        assert_eq!(
-            args("<tool_call>get-weather[0|Oslo|0|Lima]</tool_call>"),
-            json!({"city": "Lima"})
-        );
-        assert_eq!(
-            args("<tool_call>get-weather[0|Oslo|1|2|0|]</tool_call>"),
-            json!({"days": "2"})
-        );
+        assert_eq!(args("<tool_call>get-weather[0|Oslo|1|]</tool_call>"), json!({"city": "Oslo"}));
+        assert_eq!(args("<tool_call>get-weather[0|Oslo|1|2|1|]</tool_call>"), json!({"city": "Oslo"}));
+        assert_eq!(args("<tool_call>get-weather[0|Oslo|0|Lima]</tool_call>"), json!({"city": "Lima"}));
+        assert_eq!(args("<tool_call>get-weather[0|Oslo|1|2|0|]</tool_call>"), json!({"days": "2"}));
     }
 
     #[test]
@@ -906,43 +782,24 @@ mod tests {
     #[test]
     fn escapes_and_multiline_values() {
         let text = "<tool_call>save-note[0|a\\|b\\]c\\\\d|1|line 1\nline 2\n]</tool_call>";
-        assert_eq!(
-            args(text),
-            json!({"title": "a|b]c\\d", "text": "line 1\nline 2\n"})
-        );
+        assert_eq!(args(text), json!({"title": "a|b]c\\d", "text": "line 1\nline 2\n"}));
     }
 
     #[test]
     fn any_slot_takes_json_text() {
-        assert_eq!(
-            args("<tool_call>put[0|k|1|5]</tool_call>"),
-            json!({"key": "k", "value": 5})
-        );
-        assert_eq!(
-            args("<tool_call>put[0|k|1|\"5\"]</tool_call>"),
-            json!({"key": "k", "value": "5"})
-        );
-        assert_eq!(
-            args("<tool_call>put[0|k|1|{\"a\":[1\\]}]</tool_call>"),
-            json!({"key": "k", "value": {"a": [1]}})
-        );
+        assert_eq!(args("<tool_call>put[0|k|1|5]</tool_call>"), json!({"key": "k", "value": 5}));
+        assert_eq!(args("<tool_call>put[0|k|1|\"5\"]</tool_call>"), json!({"key": "k", "value": "5"}));
+        assert_eq!(args("<tool_call>put[0|k|1|{\"a\":[1\\]}]</tool_call>"), json!({"key": "k", "value": {"a": [1]}}));
     }
 
     #[test]
     fn refuses_an_any_value_that_is_not_json() {
-        refused_with_form(
-            "<tool_call>put[0|k|1|hello]</tool_call>",
-            "put",
-            "is not JSON",
-        );
+        refused_with_form("<tool_call>put[0|k|1|hello]</tool_call>", "put", "is not JSON");
     }
 
     #[test]
     fn variadic_slot_is_after_the_declared_ones() {
-        assert_eq!(
-            placeholder_signature(&registry().get("concat").unwrap().signature),
-            "concat[0|<first>|1|<more>]"
-        );
+        assert_eq!(placeholder_signature(&registry().get("concat").unwrap().signature), "concat[0|<first>|1|<more>]");
         assert_eq!(
             args("<tool_call>concat[0|a|1|[\"b\",\"c\"\\]]</tool_call>"),
             json!({"first": "a", "more": "[\"b\",\"c\"]"})
@@ -951,30 +808,17 @@ mod tests {
 
     #[test]
     fn provider_names_map_back_to_the_real_name() {
+        assert_eq!(one("<tool_call>srv__read[0|x]</tool_call>").unwrap().name, "srv.read");
         assert_eq!(
-            one("<tool_call>srv__read[0|x]</tool_call>").unwrap().name,
-            "srv.read"
-        );
-        assert_eq!(
-            one("<tool_call>{\"name\":\"srv__read\",\"arguments\":{\"path\":\"x\"}}</tool_call>")
-                .unwrap()
-                .name,
+            one("<tool_call>{\"name\":\"srv__read\",\"arguments\":{\"path\":\"x\"}}</tool_call>").unwrap().name,
             "srv.read"
         );
     }
 
     #[test]
     fn refuses_an_odd_token_count() {
-        refused_with_form(
-            "<tool_call>get-weather[0|Oslo|1]</tool_call>",
-            "get-weather",
-            "3 tokens",
-        );
-        refused_with_form(
-            "<tool_call>get-weather[0]</tool_call>",
-            "get-weather",
-            "1 token between",
-        );
+        refused_with_form("<tool_call>get-weather[0|Oslo|1]</tool_call>", "get-weather", "3 tokens");
+        refused_with_form("<tool_call>get-weather[0]</tool_call>", "get-weather", "1 token between");
     }
 
     #[test]
@@ -988,11 +832,7 @@ mod tests {
         ] {
             let e = refused(&format!("<tool_call>{text}</tool_call>"));
             assert_eq!(e.tool(), Some("get-weather"), "{text}: {e}");
-            assert!(
-                e.message()
-                    .contains("get-weather[0|<city>|1|<days>|2|<readings>]"),
-                "{text}: {e}"
-            );
+            assert!(e.message().contains("get-weather[0|<city>|1|<days>|2|<readings>]"), "{text}: {e}");
         }
         refused_with_form(
             "<tool_call>get-weather[Oslo|3]</tool_call>",
@@ -1016,17 +856,9 @@ mod tests {
             "get-weather",
             "there is no slot 3; its slots are 0 to 2",
         );
-        refused_with_form(
-            "<tool_call>now[0|x]</tool_call>",
-            "now",
-            "it takes no arguments",
-        );
+        refused_with_form("<tool_call>now[0|x]</tool_call>", "now", "it takes no arguments");
         let huge = "<tool_call>get-weather[99999999999999999999999|x]</tool_call>";
-        refused_with_form(
-            huge,
-            "get-weather",
-            "there is no slot 99999999999999999999999",
-        );
+        refused_with_form(huge, "get-weather", "there is no slot 99999999999999999999999");
     }
 
     #[test]
@@ -1037,10 +869,7 @@ mod tests {
         ] {
             let e = refused(text);
             assert_eq!(e.kind(), ErrorKind::UnknownTool, "{e}");
-            assert!(
-                e.message().contains("\"get-wether\"") && e.message().contains("get-weather, now"),
-                "{e}"
-            );
+            assert!(e.message().contains("\"get-wether\"") && e.message().contains("get-weather, now"), "{e}");
         }
     }
 
@@ -1049,9 +878,7 @@ mod tests {
         let e = refused("<tool_call>  </tool_call>");
         assert_eq!((e.kind(), e.tool()), (ErrorKind::BadArguments, None));
         assert!(e.message().contains("is empty"), "{e}");
-        assert!(refused("<tool_call>[0|x]</tool_call>")
-            .message()
-            .contains("no tool name"));
+        assert!(refused("<tool_call>[0|x]</tool_call>").message().contains("no tool name"));
     }
 
     #[test]
@@ -1061,16 +888,8 @@ mod tests {
 
     #[test]
     fn refuses_a_missing_closing_bracket() {
-        refused_with_form(
-            "<tool_call>get-weather[0|Oslo</tool_call>",
-            "get-weather",
-            "no closing ]",
-        );
-        refused_with_form(
-            "<tool_call>get-weather[0|Oslo\\]</tool_call>",
-            "get-weather",
-            "no closing ]",
-        );
+        refused_with_form("<tool_call>get-weather[0|Oslo</tool_call>", "get-weather", "no closing ]");
+        refused_with_form("<tool_call>get-weather[0|Oslo\\]</tool_call>", "get-weather", "no closing ]");
     }
 
     #[test]
@@ -1090,41 +909,21 @@ mod tests {
 
     #[test]
     fn refuses_an_unknown_escape_and_a_trailing_backslash() {
-        refused_with_form(
-            "<tool_call>save-note[0|t|1|a\\nb]</tool_call>",
-            "save-note",
-            "\"\\n\" after \"a\"",
-        );
-        refused_with_form(
-            "<tool_call>save-note[0|t|1|ab\\</tool_call>",
-            "save-note",
-            "lone \\",
-        );
+        refused_with_form("<tool_call>save-note[0|t|1|a\\nb]</tool_call>", "save-note", "\"\\n\" after \"a\"");
+        refused_with_form("<tool_call>save-note[0|t|1|ab\\</tool_call>", "save-note", "lone \\");
     }
 
     #[test]
     fn refuses_an_unclosed_tag_and_still_reads_the_next() {
-        let calls = parse(
-            "<tool_call>get-weather[0|Oslo]\n<tool_call>get-weather[0|Lima]</tool_call>",
-            &registry(),
-        );
+        let calls = parse("<tool_call>get-weather[0|Oslo]\n<tool_call>get-weather[0|Lima]</tool_call>", &registry());
         assert_eq!(calls.len(), 2);
         let e = calls[0].as_ref().unwrap_err();
-        assert!(
-            e.message().contains("not closed") && e.tool() == Some("get-weather"),
-            "{e}"
-        );
-        assert_eq!(
-            json!(calls[1].as_ref().unwrap().arguments),
-            json!({"city": "Lima"})
-        );
+        assert!(e.message().contains("not closed") && e.tool() == Some("get-weather"), "{e}");
+        assert_eq!(json!(calls[1].as_ref().unwrap().arguments), json!({"city": "Lima"}));
         let e = refused("<tool_call>get-weather[0|Os");
         assert!(e.message().contains("not closed"), "{e}");
         let e = refused("<tool_call>blah");
-        assert!(
-            e.message().contains("not closed") && e.tool().is_none(),
-            "{e}"
-        );
+        assert!(e.message().contains("not closed") && e.tool().is_none(), "{e}");
     }
 
     #[test]
@@ -1161,24 +960,15 @@ mod tests {
         let text = "<tool_call>{\"name\":\"get-weather\",\"arguments\":{\"city\":\"Oslo\",\"days\":2}}</tool_call>";
         assert_eq!(args(text), json!({"city": "Oslo", "days": 2}));
         assert_eq!(args("<tool_call>{\"name\":\"now\"}</tool_call>"), json!({}));
-        assert_eq!(
-            args("<tool_call>{\"name\":\"now\",\"arguments\":\"{}\"}</tool_call>"),
-            json!({})
-        );
+        assert_eq!(args("<tool_call>{\"name\":\"now\",\"arguments\":\"{}\"}</tool_call>"), json!({}));
     }
 
     #[test]
     fn deep_json_is_an_error_not_an_overflow() {
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-        let body = format!(
-            "<tool_call>{{\"name\":\"put\",\"arguments\":{{\"value\":{deep}}}}}</tool_call>"
-        );
+        let body = format!("<tool_call>{{\"name\":\"put\",\"arguments\":{{\"value\":{deep}}}}}</tool_call>");
         assert!(refused(&body).message().contains("does not parse"));
-        let any = format!(
-            "<tool_call>put[0|k|1|{}{}]</tool_call>",
-            "[".repeat(100_000),
-            "\\]".repeat(100_000)
-        );
+        let any = format!("<tool_call>put[0|k|1|{}{}]</tool_call>", "[".repeat(100_000), "\\]".repeat(100_000));
         assert!(refused(&any).message().contains("is not JSON"));
     }
 
@@ -1226,17 +1016,9 @@ mod tests {
     fn catalogue_shows_types_and_whether_required() {
         let text = catalogue(&registry());
         assert!(text.contains("get-weather[0|<city>|1|<days>|2|<readings>]\n  The weather forecast for a city.\n  0 city (string, required): The city's name\n"), "{text}");
-        assert!(
-            text.contains("  2 readings (list, as JSON, optional): "),
-            "{text}"
-        );
+        assert!(text.contains("  2 readings (list, as JSON, optional): "), "{text}");
         assert!(text.contains("concat[0|<first>|1|<more>]\n"), "{text}");
-        assert!(
-            text.contains(
-                "  1 more (a JSON list of string values, the rest of the values, optional)"
-            ),
-            "{text}"
-        );
+        assert!(text.contains("  1 more (a JSON list of string values, the rest of the values, optional)"), "{text}");
         assert!(text.contains("now[]\n  (takes no arguments)\n"), "{text}");
     }
 }

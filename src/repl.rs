@@ -85,7 +85,9 @@ pub fn respond(host: &mut Host, input: &str) -> Option<String> {
             "call" => {
                 let (name, json) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
                 if name.is_empty() {
-                    return Some("usage: :call NAME JSON, e.g. :call fs-read {\"path\": \"README.md\", \"count\": 5}".into());
+                    return Some(
+                        "usage: :call NAME JSON, e.g. :call fs-read {\"path\": \"README.md\", \"count\": 5}".into(),
+                    );
                 }
                 let outcome = host.call_json(name, json.trim());
                 let mut out = outcome.notes.iter().map(|n| format!("note: {n}\n")).collect::<String>();

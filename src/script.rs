@@ -64,14 +64,23 @@ fn register_tool(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
             a.len()
         )));
     };
-    let name = text(name).ok_or_else(|| invalid(format!("the name must be a string, got {}", value::describe_scheme(name))))?;
+    let name = text(name)
+        .ok_or_else(|| invalid(format!("the name must be a string, got {}", value::describe_scheme(name))))?;
     let SteelVal::StringV(description) = description else {
-        return Err(invalid(format!("\"{name}\": the description must be a string, got {}", value::describe_scheme(description))));
+        return Err(invalid(format!(
+            "\"{name}\": the description must be a string, got {}",
+            value::describe_scheme(description)
+        )));
     };
     if !is_procedure(proc) {
-        return Err(invalid(format!("\"{name}\": the last argument must be a procedure, got {}", value::describe_scheme(proc))));
+        return Err(invalid(format!(
+            "\"{name}\": the last argument must be a procedure, got {}",
+            value::describe_scheme(proc)
+        )));
     }
-    shared.check_free(name).map_err(|e| Error::new(ErrorKind::InvalidDefinition, format!("register-tool: {}", e.message())))?;
+    shared
+        .check_free(name)
+        .map_err(|e| Error::new(ErrorKind::InvalidDefinition, format!("register-tool: {}", e.message())))?;
     let signature = parse_params(name, params)?;
     let primitive = Primitive::new(signature, description.as_str(), Handler::Scheme);
     shared
@@ -102,7 +111,10 @@ fn parse_params(tool: &str, params: &SteelVal) -> Result<Signature> {
     for (i, item) in items.iter().enumerate() {
         let n = i + 1;
         let Some(parts) = list(item) else {
-            return invalid(format!("parameter {n} must be a list (name type description [optional]), got {}", value::describe_scheme(item)));
+            return invalid(format!(
+                "parameter {n} must be a list (name type description [optional]), got {}",
+                value::describe_scheme(item)
+            ));
         };
         let (Some(pname), Some(ty), Some(SteelVal::StringV(description))) =
             (parts.first().and_then(text), parts.get(1).and_then(text), parts.get(2))
@@ -119,7 +131,9 @@ fn parse_params(tool: &str, params: &SteelVal) -> Result<Signature> {
         };
         let flags: Vec<&str> = parts[3..].iter().filter_map(text).collect();
         if flags.len() != parts.len() - 3 || flags.iter().any(|f| *f != "optional" && *f != "rest") {
-            return invalid(format!("parameter \"{pname}\": after the description only `optional` or `rest` may follow"));
+            return invalid(format!(
+                "parameter \"{pname}\": after the description only `optional` or `rest` may follow"
+            ));
         }
         let param = Param {
             name: pname.to_string(),
@@ -144,9 +158,8 @@ fn tool_and_args(shared: &Shared, a: &[SteelVal]) -> Result<(Arc<Primitive>, Vec
     let (Some(name), Some(given)) = (a.first().and_then(text), a.get(1).and_then(list)) else {
         return Err(Error::new(ErrorKind::BadArguments, "internal: expected a tool name and an argument list"));
     };
-    let tool = shared
-        .tool(name)
-        .ok_or_else(|| Error::new(ErrorKind::UnknownTool, format!("no tool called \"{name}\"")))?;
+    let tool =
+        shared.tool(name).ok_or_else(|| Error::new(ErrorKind::UnknownTool, format!("no tool called \"{name}\"")))?;
     Ok((tool, given))
 }
 

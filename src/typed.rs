@@ -39,7 +39,9 @@ macro_rules! from_arg {
                     #[allow(unreachable_patterns)]
                     Some($pat) => Ok($out),
                     #[allow(unreachable_patterns)]
-                    Some(other) => Err(format!("expected {}, got {}", $param.article_name(), value::describe_scheme(other))),
+                    Some(other) => {
+                        Err(format!("expected {}, got {}", $param.article_name(), value::describe_scheme(other)))
+                    }
                     None => Err("a required argument was not passed".into()),
                 }
             }
@@ -203,7 +205,10 @@ impl Tool {
     }
 
     /// Sets the confirmation preview (design section 10): what a person sees before the call runs.
-    pub fn preview(mut self, preview: impl Fn(&ToolCtx, &[SteelVal]) -> Result<String> + Send + Sync + 'static) -> Self {
+    pub fn preview(
+        mut self,
+        preview: impl Fn(&ToolCtx, &[SteelVal]) -> Result<String> + Send + Sync + 'static,
+    ) -> Self {
         self.preview = Some(Arc::new(preview));
         self
     }

@@ -346,10 +346,7 @@ mod tests {
 
     #[test]
     fn wrong_types_describe_what_came() {
-        assert_eq!(
-            json_to_scheme(&json!("abc"), ParamType::Integer),
-            Err(Mismatch::WrongType("\"abc\"".into()))
-        );
+        assert_eq!(json_to_scheme(&json!("abc"), ParamType::Integer), Err(Mismatch::WrongType("\"abc\"".into())));
         assert!(json_to_scheme(&json!(u64::MAX), ParamType::Integer).is_err());
         assert!(check_scheme(&SteelVal::NumV(1.5), ParamType::Integer).is_err());
         assert!(matches!(check_scheme(&SteelVal::NumV(3.0), ParamType::Integer), Ok(SteelVal::IntV(3))));

@@ -20,9 +20,8 @@ impl Workspace {
     /// When the root does not exist or is not a folder.
     pub fn new(root: impl AsRef<Path>) -> Result<Self> {
         let root = root.as_ref();
-        let canonical = root
-            .canonicalize()
-            .map_err(|e| Error::tool_failed(format!("workspace root {}: {e}", root.display())))?;
+        let canonical =
+            root.canonicalize().map_err(|e| Error::tool_failed(format!("workspace root {}: {e}", root.display())))?;
         if !canonical.is_dir() {
             return Err(Error::tool_failed(format!("workspace root {} is not a folder", root.display())));
         }
@@ -63,10 +62,13 @@ impl Workspace {
             // root's own symlinks are resolved.
             match given.strip_prefix(&self.root) {
                 Ok(rest) => rest.to_path_buf(),
-                Err(_) => match given.canonicalize().ok().and_then(|c| c.strip_prefix(&self.root).ok().map(Path::to_path_buf)) {
-                    Some(rest) => rest,
-                    None => return denied("is outside the workspace"),
-                },
+                Err(_) => {
+                    match given.canonicalize().ok().and_then(|c| c.strip_prefix(&self.root).ok().map(Path::to_path_buf))
+                    {
+                        Some(rest) => rest,
+                        None => return denied("is outside the workspace"),
+                    }
+                }
             }
         } else {
             given.to_path_buf()
@@ -76,7 +78,9 @@ impl Workspace {
             match component {
                 Component::Normal(part) => parts.push(part),
                 Component::CurDir => {}
-                Component::ParentDir => return denied("leaves the workspace with '..'; paths are relative to the workspace root"),
+                Component::ParentDir => {
+                    return denied("leaves the workspace with '..'; paths are relative to the workspace root")
+                }
                 Component::RootDir | Component::Prefix(_) => return denied("is outside the workspace"),
             }
         }

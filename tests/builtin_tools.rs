@@ -21,10 +21,17 @@ fn index_grep_with_empty_glob_searches_every_file_and_a_glob_narrows_it() {
     let every = ok_text(&host.call("index-grep", json!({"pattern": "needle", "glob": ""})));
     assert_eq!(
         every.lines().collect::<Vec<_>>(),
-        ["docs/guide.md:1:a needle in the docs", "src/main.rs:1:fn main() { needle(); }", "src/util.rs:1:// needle here too"]
+        [
+            "docs/guide.md:1:a needle in the docs",
+            "src/main.rs:1:fn main() { needle(); }",
+            "src/util.rs:1:// needle here too"
+        ]
     );
     let rust = ok_text(&host.call("index-grep", json!({"pattern": "needle", "glob": "*.rs"})));
-    assert_eq!(rust.lines().collect::<Vec<_>>(), ["src/main.rs:1:fn main() { needle(); }", "src/util.rs:1:// needle here too"]);
+    assert_eq!(
+        rust.lines().collect::<Vec<_>>(),
+        ["src/main.rs:1:fn main() { needle(); }", "src/util.rs:1:// needle here too"]
+    );
     let none = ok_text(&host.call("index-grep", json!({"pattern": "haystack"})));
     assert_eq!(none, "no matches\n");
     let (kind, message) = err_of(&host.call("index-grep", json!({"pattern": "("})));
@@ -39,7 +46,10 @@ fn index_grep_caps_its_output_with_a_note() {
     let mut host = host(&dir);
     let text = ok_text(&host.call("index-grep", json!({"pattern": "^match", "glob": "many.txt"})));
     assert_eq!(text.lines().filter(|l| l.starts_with("many.txt:")).count(), 200);
-    assert!(text.ends_with("... 500 matching lines in 1 files, first 200 shown; narrow the pattern or the glob\n"), "{text}");
+    assert!(
+        text.ends_with("... 500 matching lines in 1 files, first 200 shown; narrow the pattern or the glob\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -50,7 +60,8 @@ fn fs_edit_with_two_matches_needs_replace_all_and_names_the_lines() {
     assert_eq!(kind, "tool_failed");
     assert!(message.contains("2 times") && message.contains("lines 1, 3"), "{message}");
     assert_eq!(std::fs::read_to_string(dir.path().join("f.txt")).unwrap(), "alpha\nbeta\nalpha\n");
-    let done = ok_text(&host.call("fs-edit", json!({"path": "f.txt", "old": "alpha", "new": "gamma", "replace-all": true})));
+    let done =
+        ok_text(&host.call("fs-edit", json!({"path": "f.txt", "old": "alpha", "new": "gamma", "replace-all": true})));
     assert_eq!(done, "replaced 2 occurrences in f.txt");
     assert_eq!(std::fs::read_to_string(dir.path().join("f.txt")).unwrap(), "gamma\nbeta\ngamma\n");
 }
@@ -59,7 +70,8 @@ fn fs_edit_with_two_matches_needs_replace_all_and_names_the_lines() {
 fn fs_edit_without_a_match_shows_the_closest_lines() {
     let dir = workspace(&[("f.rs", "fn main() {\n    let total = count(items);\n}\n")]);
     let mut host = host(&dir);
-    let (_, message) = err_of(&host.call("fs-edit", json!({"path": "f.rs", "old": "let total = count(item);", "new": "x"})));
+    let (_, message) =
+        err_of(&host.call("fs-edit", json!({"path": "f.rs", "old": "let total = count(item);", "new": "x"})));
     assert!(message.contains("not found") && message.contains("2\t    let total = count(items);"), "{message}");
     let once = ok_text(&host.call("fs-edit", json!({"path": "f.rs", "old": "count(items)", "new": "items.len()"})));
     assert_eq!(once, "replaced 1 occurrence in f.rs");
@@ -74,7 +86,8 @@ fn fs_write_creates_parents_replaces_atomically_and_leaves_no_temporary_files() 
     let replaced = ok_text(&host.call("fs-write", json!({"path": "deep/er/new.txt", "content": "bye\n"})));
     assert!(replaced.starts_with("replaced"), "{replaced}");
     assert_eq!(std::fs::read_to_string(dir.path().join("deep/er/new.txt")).unwrap(), "bye\n");
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("deep/er")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let leftovers: Vec<_> =
+        std::fs::read_dir(dir.path().join("deep/er")).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(leftovers, ["new.txt"]);
 }
 
@@ -92,12 +105,8 @@ fn fs_write_keeps_an_existing_files_permissions() {
 
 #[test]
 fn fs_list_shows_a_tree_without_ignored_entries() {
-    let dir = workspace(&[
-        ("src/main.rs", ""),
-        ("src/deep/er/x.rs", ""),
-        ("target/junk", ""),
-        (".gitignore", "target/\n"),
-    ]);
+    let dir =
+        workspace(&[("src/main.rs", ""), ("src/deep/er/x.rs", ""), ("target/junk", ""), (".gitignore", "target/\n")]);
     let mut host = host(&dir);
     let tree = ok_text(&host.call("fs-list", json!({})));
     assert_eq!(tree, "a.txt\nsrc/\n  deep/\n    er/\n  main.rs\n");
@@ -158,10 +167,8 @@ fn is_gone(pid: u32) -> bool {
 fn shell_exec_timeout_kills_the_whole_process_group() {
     let dir = workspace(&[]);
     let mut host = host(&dir);
-    let outcome = host.call(
-        "shell-exec",
-        json!({"cmd": "sleep 60 & echo $! > bg.pid; echo started; sleep 60", "timeout-s": 1}),
-    );
+    let outcome =
+        host.call("shell-exec", json!({"cmd": "sleep 60 & echo $! > bg.pid; echo started; sleep 60", "timeout-s": 1}));
     let (kind, message) = err_of(&outcome);
     assert_eq!(kind, "timeout");
     assert!(message.contains("started"), "the output so far is kept: {message}");
@@ -184,7 +191,8 @@ fn shell_exec_caps_its_output() {
 }
 
 fn files_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
     names
 }

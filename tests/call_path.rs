@@ -91,7 +91,8 @@ fn echo(name: &str, skipped: Skipped) -> Primitive {
         ],
     );
     sig.skipped = skipped;
-    let handler = Arc::new(|_: &toolhost::ToolCtx, args: &[SteelVal]| Ok(SteelVal::ListV(args.iter().cloned().collect())));
+    let handler =
+        Arc::new(|_: &toolhost::ToolCtx, args: &[SteelVal]| Ok(SteelVal::ListV(args.iter().cloned().collect())));
     Primitive::new(sig, "Echo the arguments received.", Handler::Rust(handler))
 }
 
@@ -132,7 +133,9 @@ fn results_keep_integers_and_refuse_nan_and_procedures_without_panicking() {
     let boom = Primitive::new(
         Signature::new("boom", vec![]),
         "Panics.",
-        Handler::Rust(Arc::new(|_: &toolhost::ToolCtx, _: &[SteelVal]| -> toolhost::Result<SteelVal> { panic!("boom") })),
+        Handler::Rust(Arc::new(|_: &toolhost::ToolCtx, _: &[SteelVal]| -> toolhost::Result<SteelVal> {
+            panic!("boom")
+        })),
     );
     let mut host = HostBuilder::new(dir.path()).tool(nan).tool(boom).build().unwrap();
     assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
@@ -188,6 +191,7 @@ fn scheme_and_json_calls_give_the_same_values() {
     let scheme = host.eval_to_string(r#"(fs-read "a.txt" 0 7)"#).unwrap();
     let json = ok_text(&host.call_json("fs-read", r#"{"path":"a.txt","count":7}"#));
     assert_eq!(scheme, json);
-    let value: Value = serde_json::from_str(&host.call_json("fs-read", r#"{"path":"a.txt"}"#).to_json().to_string()).unwrap();
+    let value: Value =
+        serde_json::from_str(&host.call_json("fs-read", r#"{"path":"a.txt"}"#).to_json().to_string()).unwrap();
     assert_eq!(value["ok"], json!(true));
 }

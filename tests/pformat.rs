@@ -18,11 +18,7 @@ fn workspace() -> tempfile::TempDir {
 
 fn host(dir: &tempfile::TempDir) -> Host {
     let host = Host::new(dir.path()).expect("host");
-    assert!(
-        host.load_errors().is_empty(),
-        "load errors: {:?}",
-        host.load_errors()
-    );
+    assert!(host.load_errors().is_empty(), "load errors: {:?}", host.load_errors());
     host
 }
 
@@ -33,10 +29,7 @@ fn only(calls: Vec<ParsedCall>) -> ParsedCall {
 
 /// The arguments as the call path will see them: tidied for the tool's signature.
 fn tidied(registry: &Registry, call: &Call) -> Value {
-    let sig = &registry
-        .get(&call.name)
-        .expect("a registered tool")
-        .signature;
+    let sig = &registry.get(&call.name).expect("a registered tool").signature;
     let mut arguments = Value::Object(call.arguments.clone());
     toolhost::tidy::tidy(sig, &mut arguments);
     arguments
@@ -53,10 +46,7 @@ fn run(host: &mut Host, call: &Call) -> Result<String, (String, String)> {
 
 /// The line numbers fs-read printed, in order.
 fn numbered_lines(text: &str) -> Vec<usize> {
-    text.lines()
-        .filter_map(|l| l.split_once('\t'))
-        .filter_map(|(n, _)| n.parse().ok())
-        .collect()
+    text.lines().filter_map(|l| l.split_once('\t')).filter_map(|(n, _)| n.parse().ok()).collect()
 }
 
 #[test]
@@ -64,22 +54,12 @@ fn sparse_fs_read_names_its_slots_and_reads_lines_one_to_five() {
     let dir = workspace();
     let mut host = host(&dir);
     let registry = host.registry();
-    let call = only(pformat::parse(
-        "<tool_call>fs-read[0|a.txt|2|5]</tool_call>",
-        &registry,
-    ))
-    .expect("read");
+    let call = only(pformat::parse("<tool_call>fs-read[0|a.txt|2|5]</tool_call>", &registry)).expect("read");
     assert_eq!(call.name, "fs-read");
-    assert_eq!(
-        tidied(&registry, &call),
-        json!({"path": "a.txt", "count": 5})
-    );
+    assert_eq!(tidied(&registry, &call), json!({"path": "a.txt", "count": 5}));
     let text = run(&mut host, &call).expect("fs-read runs");
     assert_eq!(numbered_lines(&text), vec![1, 2, 3, 4, 5], "{text}");
-    assert!(
-        text.contains("5\tline 5\n") && !text.contains("6\tline 6"),
-        "{text}"
-    );
+    assert!(text.contains("5\tline 5\n") && !text.contains("6\tline 6"), "{text}");
 }
 
 #[test]
@@ -88,46 +68,14 @@ fn bare_positional_and_one_slot_late_forms_are_refused_not_bound() {
     let host = host(&dir);
     let registry = host.registry();
     let cases = [
-        (
-            "index-grep[||*.rs]",
-            "index-grep",
-            "index-grep[0|<pattern>|1|<glob>]",
-        ),
-        (
-            "fs-read[a.txt|1|5]",
-            "fs-read",
-            "fs-read[0|<path>|1|<start>|2|<count>]",
-        ),
-        (
-            "fs-read[|a.txt]",
-            "fs-read",
-            "fs-read[0|<path>|1|<start>|2|<count>]",
-        ),
-        (
-            "fs-read[|a.txt|1|5]",
-            "fs-read",
-            "fs-read[0|<path>|1|<start>|2|<count>]",
-        ),
-        (
-            "fs-read[a.txt]",
-            "fs-read",
-            "fs-read[0|<path>|1|<start>|2|<count>]",
-        ),
-        (
-            "fs-read[a.txt|5]",
-            "fs-read",
-            "fs-read[0|<path>|1|<start>|2|<count>]",
-        ),
-        (
-            "index-grep[5|x|y]",
-            "index-grep",
-            "index-grep[0|<pattern>|1|<glob>]",
-        ),
-        (
-            "fs-read[0|a.txt|3|5]",
-            "fs-read",
-            "fs-read[0|<path>|1|<start>|2|<count>]",
-        ),
+        ("index-grep[||*.rs]", "index-grep", "index-grep[0|<pattern>|1|<glob>]"),
+        ("fs-read[a.txt|1|5]", "fs-read", "fs-read[0|<path>|1|<start>|2|<count>]"),
+        ("fs-read[|a.txt]", "fs-read", "fs-read[0|<path>|1|<start>|2|<count>]"),
+        ("fs-read[|a.txt|1|5]", "fs-read", "fs-read[0|<path>|1|<start>|2|<count>]"),
+        ("fs-read[a.txt]", "fs-read", "fs-read[0|<path>|1|<start>|2|<count>]"),
+        ("fs-read[a.txt|5]", "fs-read", "fs-read[0|<path>|1|<start>|2|<count>]"),
+        ("index-grep[5|x|y]", "index-grep", "index-grep[0|<pattern>|1|<glob>]"),
+        ("fs-read[0|a.txt|3|5]", "fs-read", "fs-read[0|<path>|1|<start>|2|<count>]"),
     ];
     for (body, tool, form) in cases {
         let text = format!("<tool_call>{body}</tool_call>");
@@ -138,10 +86,7 @@ fn bare_positional_and_one_slot_late_forms_are_refused_not_bound() {
         assert_eq!(error.kind().as_str(), "bad_arguments", "{body}: {error}");
         assert_eq!(error.tool(), Some(tool), "{body}: {error}");
         assert!(error.message().contains(form), "{body}: {error}");
-        assert!(
-            error.message().contains("The call was not run"),
-            "{body}: {error}"
-        );
+        assert!(error.message().contains("The call was not run"), "{body}: {error}");
     }
 }
 
@@ -150,11 +95,7 @@ fn an_empty_repeat_retracts_the_required_path_and_the_call_path_says_it_is_missi
     let dir = workspace();
     let mut host = host(&dir);
     let registry = host.registry();
-    let call = only(pformat::parse(
-        "<tool_call>fs-read[0|a.txt|0|]</tool_call>",
-        &registry,
-    ))
-    .expect("read");
+    let call = only(pformat::parse("<tool_call>fs-read[0|a.txt|0|]</tool_call>", &registry)).expect("read");
     assert!(call.arguments.is_empty(), "{call:?}");
     let (kind, message) = run(&mut host, &call).expect_err("path is required");
     assert_eq!(kind, "missing_argument", "{message}");
@@ -166,17 +107,10 @@ fn a_number_slot_holding_text_is_a_wrong_type_the_model_sees() {
     let dir = workspace();
     let mut host = host(&dir);
     let registry = host.registry();
-    let call = only(pformat::parse(
-        "<tool_call>fs-read[0|a.txt|1|abc]</tool_call>",
-        &registry,
-    ))
-    .expect("read");
+    let call = only(pformat::parse("<tool_call>fs-read[0|a.txt|1|abc]</tool_call>", &registry)).expect("read");
     let (kind, message) = run(&mut host, &call).expect_err("abc is no integer");
     assert_eq!(kind, "wrong_type", "{message}");
-    assert!(
-        message.contains("start") && message.contains("\"abc\""),
-        "{message}"
-    );
+    assert!(message.contains("start") && message.contains("\"abc\""), "{message}");
 }
 
 #[test]
@@ -189,25 +123,12 @@ fn a_value_with_pipe_bracket_backslash_and_newline_round_trips_into_a_real_file(
     let arguments = json!({"path": "out/b.rs", "content": content});
     let arguments = arguments.as_object().expect("object");
     let tag = pformat::render_call(sig, arguments);
-    assert!(
-        tag.starts_with("<tool_call>fs-write[0|out/b.rs|1|fn main() {\n"),
-        "{tag}"
-    );
-    assert!(
-        tag.contains("[1, 2\\];") && tag.contains("a\\|b\\\\\\\\n"),
-        "{tag}"
-    );
-    let call = only(pformat::parse(
-        &format!("Writing it.\n{tag}\nDone."),
-        &registry,
-    ))
-    .expect("read");
+    assert!(tag.starts_with("<tool_call>fs-write[0|out/b.rs|1|fn main() {\n"), "{tag}");
+    assert!(tag.contains("[1, 2\\];") && tag.contains("a\\|b\\\\\\\\n"), "{tag}");
+    let call = only(pformat::parse(&format!("Writing it.\n{tag}\nDone."), &registry)).expect("read");
     assert_eq!(&call.arguments, arguments);
     run(&mut host, &call).expect("fs-write runs");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("out/b.rs")).expect("written"),
-        content
-    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("out/b.rs")).expect("written"), content);
 }
 
 #[test]
@@ -225,21 +146,10 @@ fn mixed_pformat_and_json_tags_in_one_reply_each_run() {
     let calls = pformat::parse(reply, &registry);
     assert_eq!(calls.len(), 4, "{calls:?}");
     let first = calls[0].as_ref().expect("P-format read");
-    assert_eq!(
-        run(&mut host, first).expect("runs").lines().next(),
-        Some("2\tline 2")
-    );
+    assert_eq!(run(&mut host, first).expect("runs").lines().next(), Some("2\tline 2"));
     let second = calls[1].as_ref().expect("JSON read");
-    assert_eq!(
-        second.arguments,
-        *json!({"path": "a.txt", "start": 3, "count": 1})
-            .as_object()
-            .expect("object")
-    );
-    assert_eq!(
-        run(&mut host, second).expect("runs").lines().next(),
-        Some("3\tline 3")
-    );
+    assert_eq!(second.arguments, *json!({"path": "a.txt", "start": 3, "count": 1}).as_object().expect("object"));
+    assert_eq!(run(&mut host, second).expect("runs").lines().next(), Some("3\tline 3"));
     assert!(calls[2].is_err(), "{:?}", calls[2]);
     let retried = calls[3].as_ref().expect("JSON retry read");
     let found = run(&mut host, retried).expect("index-grep runs");
@@ -265,29 +175,14 @@ fn the_catalogue_shows_placeholder_signatures_with_parameters_beneath() {
     let dir = workspace();
     let host = host(&dir);
     let text = pformat::catalogue(&host.registry());
-    assert!(
-        text.contains("fs-read[0|<path>|1|<start>|2|<count>]\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains("  0 path (string, required): File to read"),
-        "{text}"
-    );
+    assert!(text.contains("fs-read[0|<path>|1|<start>|2|<count>]\n"), "{text}");
+    assert!(text.contains("  0 path (string, required): File to read"), "{text}");
     assert!(text.contains("  2 count (integer, optional): "), "{text}");
-    assert!(
-        text.contains("fs-edit[0|<path>|1|<old>|2|<new>|3|<replace-all>]\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains("  3 replace-all (true or false, optional): "),
-        "{text}"
-    );
+    assert!(text.contains("fs-edit[0|<path>|1|<old>|2|<new>|3|<replace-all>]\n"), "{text}");
+    assert!(text.contains("  3 replace-all (true or false, optional): "), "{text}");
     for primitive in host.registry().iter() {
         let form = pformat::placeholder_signature(&primitive.signature);
-        assert!(
-            text.contains(&format!("{form}\n")),
-            "{form} missing from\n{text}"
-        );
+        assert!(text.contains(&format!("{form}\n")), "{form} missing from\n{text}");
     }
 }
 
@@ -302,31 +197,14 @@ fn every_worked_example_in_the_instructions_parses_to_the_call_it_claims() {
         .map(|claim| serde_json::from_str(claim).expect("a claim is JSON"))
         .collect();
     assert!(claims.len() >= 5, "{text}");
-    assert_eq!(
-        calls.len(),
-        claims.len(),
-        "every tag in the instructions is a worked example\n{text}"
-    );
+    assert_eq!(calls.len(), claims.len(), "every tag in the instructions is a worked example\n{text}");
     for (parsed, claim) in calls.into_iter().zip(claims) {
         let call = parsed.unwrap_or_else(|e| panic!("an example is refused: {e}\n{text}"));
-        assert_eq!(
-            json!({"name": call.name, "arguments": tidied(&registry, &call)}),
-            claim
-        );
+        assert_eq!(json!({"name": call.name, "arguments": tidied(&registry, &call)}), claim);
     }
     // The rules the examples illustrate are spelled out.
-    for rule in [
-        "\\|",
-        "\\]",
-        "\\\\",
-        "empty value",
-        "JSON object",
-        "last value",
-    ] {
-        assert!(
-            text.contains(rule),
-            "the instructions do not mention {rule}\n{text}"
-        );
+    for rule in ["\\|", "\\]", "\\\\", "empty value", "JSON object", "last value"] {
+        assert!(text.contains(rule), "the instructions do not mention {rule}\n{text}");
     }
 }
 
@@ -390,13 +268,9 @@ fn value_for(ty: ParamType) -> BoxedStrategy<Value> {
     let as_text = text_value().prop_map(Value::String);
     match ty {
         ParamType::String => as_text.boxed(),
-        ParamType::Integer => {
-            prop_oneof![3 => any::<i64>().prop_map(|n| json!(n)), 1 => as_text].boxed()
-        }
+        ParamType::Integer => prop_oneof![3 => any::<i64>().prop_map(|n| json!(n)), 1 => as_text].boxed(),
         ParamType::Number => prop_oneof![3 => number(), 1 => as_text].boxed(),
-        ParamType::Boolean => {
-            prop_oneof![3 => any::<bool>().prop_map(Value::Bool), 1 => as_text].boxed()
-        }
+        ParamType::Boolean => prop_oneof![3 => any::<bool>().prop_map(Value::Bool), 1 => as_text].boxed(),
         ParamType::List => prop_oneof![
             3 => proptest::collection::vec(json_value(), 0..4).prop_map(Value::Array),
             1 => as_text
@@ -432,9 +306,7 @@ fn arguments_for(sig: &Signature) -> BoxedStrategy<Map<String, Value>> {
     }
     let stray = prop_oneof![9 => Just(None), 1 => text_value().prop_map(|v| Some(("not-a-parameter".to_string(), Value::String(v))))];
     entries.push(stray.boxed());
-    entries
-        .prop_map(|entries| entries.into_iter().flatten().collect())
-        .boxed()
+    entries.prop_map(|entries| entries.into_iter().flatten().collect()).boxed()
 }
 
 /// A registry with a parameter of every type, a variadic tool and a tool that skips as void, so
@@ -444,28 +316,14 @@ fn every_type_registry() -> Registry {
     let handler: toolhost::registry::RustHandler =
         std::sync::Arc::new(|_, _| Err(toolhost::Error::tool_failed("test")));
     let mut all = vec![Param::required("s", ParamType::String, "")];
-    all.extend(
-        ParamType::ALL
-            .iter()
-            .map(|ty| Param::optional(format!("{}-opt", ty.name()), *ty, "")),
-    );
-    let mut variadic = Signature::new(
-        "srv.concat",
-        vec![Param::required("first", ParamType::Integer, "")],
-    );
+    all.extend(ParamType::ALL.iter().map(|ty| Param::optional(format!("{}-opt", ty.name()), *ty, "")));
+    let mut variadic = Signature::new("srv.concat", vec![Param::required("first", ParamType::Integer, "")]);
     variadic.rest = Some(Param::required("more", ParamType::Any, ""));
-    let mut void = Signature::new(
-        "void",
-        vec![Param::optional("flag", ParamType::Boolean, "")],
-    );
+    let mut void = Signature::new("void", vec![Param::optional("flag", ParamType::Boolean, "")]);
     void.skipped = toolhost::Skipped::Void;
     for sig in [Signature::new("typed", all), variadic, void] {
         registry
-            .register(toolhost::Primitive::new(
-                sig,
-                "",
-                toolhost::Handler::Rust(handler.clone()),
-            ))
+            .register(toolhost::Primitive::new(sig, "", toolhost::Handler::Rust(handler.clone())))
             .expect("register");
     }
     registry
@@ -477,10 +335,7 @@ fn check_round_trips(registry: &Registry, cases: u32) {
         let args = arguments_for(&sig);
         (Just(sig), args)
     });
-    let mut runner = TestRunner::new(Config {
-        cases,
-        ..Config::default()
-    });
+    let mut runner = TestRunner::new(Config { cases, ..Config::default() });
     let result = runner.run(&strategy, |(sig, arguments)| {
         let tag = pformat::render_call(&sig, &arguments);
         let reply = format!("Calling it.\n{tag}\nthen waiting.");
@@ -488,29 +343,15 @@ fn check_round_trips(registry: &Registry, cases: u32) {
         prop_assert_eq!(parsed.len(), 1, "{}", tag);
         let call = match parsed.into_iter().next() {
             Some(Ok(call)) => call,
-            other => {
-                return Err(TestCaseError::fail(format!(
-                    "{tag} was not read back: {other:?}"
-                )))
-            }
+            other => return Err(TestCaseError::fail(format!("{tag} was not read back: {other:?}"))),
         };
         prop_assert_eq!(&call.name, &sig.name);
         // Compared after tidying, as the call path sees both: P-format carries numbers, booleans
         // and JSON as text, which tidy reads back; nulls are left out, as the call path leaves
         // them out.
-        let mut expected = Value::Object(
-            arguments
-                .into_iter()
-                .filter(|(_, v)| !v.is_null())
-                .collect(),
-        );
+        let mut expected = Value::Object(arguments.into_iter().filter(|(_, v)| !v.is_null()).collect());
         toolhost::tidy::tidy(&sig, &mut expected);
-        let mut got = Value::Object(
-            call.arguments
-                .into_iter()
-                .filter(|(_, v)| !v.is_null())
-                .collect(),
-        );
+        let mut got = Value::Object(call.arguments.into_iter().filter(|(_, v)| !v.is_null()).collect());
         toolhost::tidy::tidy(&sig, &mut got);
         prop_assert_eq!(got, expected, "{}", tag);
         Ok(())
@@ -552,9 +393,7 @@ fn model_text(names: Vec<String>) -> BoxedStrategy<String> {
         proptest::sample::select(names),
         any::<String>(),
     ];
-    proptest::collection::vec(piece, 0..60)
-        .prop_map(|pieces| pieces.concat())
-        .boxed()
+    proptest::collection::vec(piece, 0..60).prop_map(|pieces| pieces.concat()).boxed()
 }
 
 #[test]
@@ -564,10 +403,7 @@ fn no_text_makes_the_parser_panic_and_every_opening_tag_gets_one_entry() {
     let registry = host.registry();
     let mut names: Vec<String> = registry.iter().map(|p| p.name().to_string()).collect();
     names.push("srv__concat".into());
-    let mut runner = TestRunner::new(Config {
-        cases: 2048,
-        ..Config::default()
-    });
+    let mut runner = TestRunner::new(Config { cases: 2048, ..Config::default() });
     let result = runner.run(&model_text(names), |text| {
         let calls = pformat::parse(&text, &registry);
         prop_assert_eq!(calls.len(), text.matches("<tool_call>").count());
@@ -592,13 +428,7 @@ fn huge_and_deeply_nested_text_is_read_without_overflow() {
     assert_eq!(pformat::parse(&many, &registry).len(), 100_000);
     let deep = format!("<tool_call>{}</tool_call>", "{".repeat(200_000));
     assert!(only(pformat::parse(&deep, &registry)).is_err());
-    let long = format!(
-        "<tool_call>fs-write[0|x|1|{}]</tool_call>",
-        "\\|".repeat(500_000)
-    );
+    let long = format!("<tool_call>fs-write[0|x|1|{}]</tool_call>", "\\|".repeat(500_000));
     let call = only(pformat::parse(&long, &registry)).expect("read");
-    assert_eq!(
-        call.arguments["content"].as_str().map(str::len),
-        Some(500_000)
-    );
+    assert_eq!(call.arguments["content"].as_str().map(str::len), Some(500_000));
 }

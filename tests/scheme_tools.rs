@@ -22,10 +22,7 @@ const WORD_COUNT: &str = r#"
 "#;
 
 fn word_count_workspace() -> tempfile::TempDir {
-    workspace(&[
-        ("words.txt", "a bb ccc dddd\neeeee ff\n"),
-        (".toolhost/tools/word-count.scm", WORD_COUNT),
-    ])
+    workspace(&[("words.txt", "a bb ccc dddd\neeeee ff\n"), (".toolhost/tools/word-count.scm", WORD_COUNT)])
 }
 
 #[test]
@@ -94,7 +91,10 @@ fn register_tool_refuses_bad_definitions_naming_tool_and_parameter() {
     let err = host
         .eval(r#"(register-tool "bad" "Bad." '((a string "A" optional) (b string "B")) (lambda args 1))"#)
         .unwrap_err();
-    assert!(err.message().contains("\"bad\"") && err.message().contains("\"b\" comes after optional parameter \"a\""), "{err}");
+    assert!(
+        err.message().contains("\"bad\"") && err.message().contains("\"b\" comes after optional parameter \"a\""),
+        "{err}"
+    );
     let err = host.eval(r#"(register-tool "fs-read" "Again." '() (lambda () 1))"#).unwrap_err();
     assert!(err.message().contains("already registered"), "{err}");
     let err = host.eval(r#"(register-tool "odd" "Odd." '((a text "A")) (lambda (a) a))"#).unwrap_err();

@@ -44,7 +44,10 @@ fn find_todos_finds_markers_and_honours_the_glob() {
     let all = ok_text(&host.call("find-todos", json!({})));
     assert_eq!(all.lines().count(), 3, "{all}");
     let rust = ok_text(&host.call("find-todos", json!({"glob": "*.rs"})));
-    assert_eq!(rust.lines().collect::<Vec<_>>(), ["src/lib.rs:7:// TODO: validate names", "src/lib.rs:9:    let x = 1; // FIXME later"]);
+    assert_eq!(
+        rust.lines().collect::<Vec<_>>(),
+        ["src/lib.rs:7:// TODO: validate names", "src/lib.rs:9:    let x = 1; // FIXME later"]
+    );
 }
 
 fn git(dir: &std::path::Path, args: &[&str]) {

@@ -37,7 +37,8 @@ fn fs_edit(ctx: &ToolCtx, path: String, old: String, new: String, replace_all: O
         _ => Error::tool_failed(format!("cannot read {path}: {e}")),
     })?;
     let updated = replace(&path, &text, &old, &new, replace_all.unwrap_or(false))?;
-    write_atomically(&real, updated.text.as_bytes()).map_err(|e| Error::tool_failed(format!("cannot write {path}: {e}")))?;
+    write_atomically(&real, updated.text.as_bytes())
+        .map_err(|e| Error::tool_failed(format!("cannot write {path}: {e}")))?;
     Ok(match updated.count {
         1 => format!("replaced 1 occurrence in {path}"),
         n => format!("replaced {n} occurrences in {path}"),
@@ -59,7 +60,8 @@ fn replace(path: &str, text: &str, old: &str, new: &str, all: bool) -> Result<Re
         1 => Ok(Replaced { text: text.replacen(old, new, 1), count: 1 }),
         n if all => Ok(Replaced { text: text.replace(old, new), count: n }),
         n => {
-            let lines: Vec<String> = starts.iter().map(|&i| (text[..i].matches('\n').count() + 1).to_string()).collect();
+            let lines: Vec<String> =
+                starts.iter().map(|&i| (text[..i].matches('\n').count() + 1).to_string()).collect();
             Err(Error::tool_failed(format!(
                 "old occurs {n} times in {path} (at lines {}); include more surrounding text to \
                  pick one, or set replace-all to true to replace them all",
@@ -126,7 +128,8 @@ mod tests {
 
     #[test]
     fn no_match_shows_the_closest_lines() {
-        let err = replace("f", "fn main() {\n    println!(\"hi\");\n}\n", "println!(\"hello\");", "", false).err().unwrap();
+        let err =
+            replace("f", "fn main() {\n    println!(\"hi\");\n}\n", "println!(\"hello\");", "", false).err().unwrap();
         assert!(err.message().contains("2\t    println!(\"hi\");"), "{err}");
     }
 

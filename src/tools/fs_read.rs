@@ -29,12 +29,19 @@ pub fn tool() -> Result<Primitive> {
 fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) -> Result<String> {
     let start = match start.unwrap_or(0) {
         0 => 1,
-        n if n < 0 => return Err(Error::tool_failed(format!("start must be 1 or more (0 or left out: line 1), got {n}"))),
+        n if n < 0 => {
+            return Err(Error::tool_failed(format!("start must be 1 or more (0 or left out: line 1), got {n}")))
+        }
         n => n as u64,
     };
     let count = match count.unwrap_or(0) {
         0 => ctx.limits.read_lines as u64,
-        n if n < 0 => return Err(Error::tool_failed(format!("count must be 1 or more (0 or left out: up to {} lines), got {n}", ctx.limits.read_lines))),
+        n if n < 0 => {
+            return Err(Error::tool_failed(format!(
+                "count must be 1 or more (0 or left out: up to {} lines), got {n}",
+                ctx.limits.read_lines
+            )))
+        }
         n => n as u64,
     };
     let real = ctx.workspace.resolve(&path)?;
@@ -49,7 +56,10 @@ fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) 
     let mut head = [0u8; 8192];
     let n = file.read(&mut head).map_err(|e| Error::tool_failed(format!("cannot read {path}: {e}")))?;
     if head[..n].contains(&0) {
-        return Err(Error::tool_failed(format!("{path} is a binary file ({} bytes); fs-read shows text files only", thousands(meta.len()))));
+        return Err(Error::tool_failed(format!(
+            "{path} is a binary file ({} bytes); fs-read shows text files only",
+            thousands(meta.len())
+        )));
     }
     file.seek(SeekFrom::Start(0)).map_err(|e| Error::tool_failed(format!("cannot read {path}: {e}")))?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
@@ -100,7 +110,10 @@ fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) 
             thousands(remaining),
             if remaining == 1 { "" } else { "s" }
         )),
-        None => out.push_str(&format!("... more lines follow (the file has {} bytes); next start {next}\n", thousands(meta.len()))),
+        None => out.push_str(&format!(
+            "... more lines follow (the file has {} bytes); next start {next}\n",
+            thousands(meta.len())
+        )),
     }
     Ok(out)
 }

@@ -27,6 +27,13 @@ pub fn tool() -> Result<Primitive> {
     .build(index_grep)
 }
 
+/// One file's matching lines (at most the cap) and how many there were in all.
+struct FileMatches {
+    path: String,
+    lines: Vec<(u64, String)>,
+    total: u64,
+}
+
 fn index_grep(ctx: &ToolCtx, pattern: String, glob: Option<String>) -> Result<String> {
     let matcher = RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))
@@ -43,7 +50,7 @@ fn index_grep(ctx: &ToolCtx, pattern: String, glob: Option<String>) -> Result<St
     let cap = ctx.limits.grep_matches;
     let line_chars = ctx.limits.line_chars.min(500);
     // Each file keeps at most `cap` lines: no more can ever be shown.
-    let found: Mutex<Vec<(String, Vec<(u64, String)>, u64)>> = Mutex::new(Vec::new());
+    let found: Mutex<Vec<FileMatches>> = Mutex::new(Vec::new());
     walk.build_parallel().run(|| {
         let matcher = matcher.clone();
         let found = &found;
@@ -65,18 +72,18 @@ fn index_grep(ctx: &ToolCtx, pattern: String, glob: Option<String>) -> Result<St
             if searcher.search_path(&matcher, entry.path(), sink).is_ok() && total > 0 {
                 let rel = entry.path().strip_prefix(root).unwrap_or(entry.path()).to_string_lossy().into_owned();
                 if let Ok(mut found) = found.lock() {
-                    found.push((rel, lines, total));
+                    found.push(FileMatches { path: rel, lines, total });
                 }
             }
             WalkState::Continue
         })
     });
     let mut found = found.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
-    found.sort_by(|a, b| a.0.cmp(&b.0));
-    let total: u64 = found.iter().map(|f| f.2).sum();
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    let total: u64 = found.iter().map(|f| f.total).sum();
     let mut out = String::new();
     let mut shown = 0usize;
-    'files: for (path, lines, _) in &found {
+    'files: for FileMatches { path, lines, .. } in &found {
         for (number, text) in lines {
             if shown == cap {
                 break 'files;

@@ -95,7 +95,9 @@ fn shell_exec(ctx: &ToolCtx, cmd: String, timeout_s: Option<i64>) -> Result<Stri
     if timed_out {
         return Err(Error::new(
             ErrorKind::Timeout,
-            format!("timed out after {timeout} s; the command and its child processes were killed. Output so far:\n{text}"),
+            format!(
+                "timed out after {timeout} s; the command and its child processes were killed. Output so far:\n{text}"
+            ),
         ));
     }
     Ok(text)

@@ -51,7 +51,5 @@ pub fn err_of(outcome: &CallOutcome) -> (String, String) {
 
 /// The line numbers an fs-read result shows.
 pub fn numbered_lines(text: &str) -> Vec<u64> {
-    text.lines()
-        .filter_map(|l| l.split('\t').next()?.trim().parse().ok())
-        .collect()
+    text.lines().filter_map(|l| l.split('\t').next()?.trim().parse().ok()).collect()
 }
