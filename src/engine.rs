@@ -99,8 +99,6 @@ fn script_modules() -> Vec<BuiltInModule> {
         EQUALITY_MODULE,
         ORD_MODULE,
         TRANSDUCER_MODULE,
-        IO_MODULE,
-        PORT_MODULE_WITHOUT_FILESYSTEM,
         JSON_MODULE,
         CONSTANTS_MODULE,
         SYNTAX_MODULE,
@@ -110,7 +108,22 @@ fn script_modules() -> Vec<BuiltInModule> {
         BYTEVECTOR_MODULE
     );
     modules.push(META_MODULE.with(|m| without(m, META_DENIED)));
+    // Reading standard input blocks inside a Rust procedure, where the time limit cannot stop it,
+    // and under a future MCP server standard input is the protocol: scripts get no stdin.
+    modules.push(IO_MODULE.with(|m| without(m, &["read-to-string"])));
+    // A copy: a clone of a builtin module shares its table with steel's own, which `Engine::new()`
+    // (trusted scripts) still needs intact.
+    let stdin_names = ["stdin", "#%default-input-port"];
+    let mut ports = PORT_MODULE_WITHOUT_FILESYSTEM.with(|m| without(m, &stdin_names));
+    for name in stdin_names {
+        ports.register_value(name, SteelVal::FuncV(stdin_unavailable));
+    }
+    modules.push(ports);
     modules
+}
+
+fn stdin_unavailable(_args: &[SteelVal]) -> steel::rvals::Result<SteelVal> {
+    Err(SteelErr::new(ErrorKind::Generic, "standard input is not available to tool scripts".to_string()))
 }
 
 /// A new engine for tool scripts. `trusted` scripts get steel's whole standard engine instead.

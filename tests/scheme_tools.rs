@@ -126,6 +126,8 @@ fn scripts_cannot_reach_files_processes_or_the_network_except_through_tools() {
         "(eval '(+ 1 2))".to_string(),
         "(spawn-native-thread (lambda () 1))".to_string(),
         "(Engine::new)".to_string(),
+        "(read-to-string)".to_string(),
+        "(read-line-from-port (stdin))".to_string(),
         format!("(require \"{secret}\")"),
     ] {
         assert!(host.eval(&attempt).is_err(), "{attempt} should fail");
