@@ -17,6 +17,9 @@ pub struct ToolCtx {
 pub struct Limits {
     /// Lines `fs-read` returns when no count is given.
     pub read_lines: usize,
+    /// Bytes `fs-read` returns at most, whatever `count` asks for: it stops at the last whole line
+    /// that fits (always showing at least one line) and ends with its note giving the next start.
+    pub read_bytes: usize,
     /// Characters of one line `fs-read` shows before cutting it with a marker.
     pub line_chars: usize,
     /// Result lines `index-grep` returns before a closing note.
@@ -35,6 +38,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             read_lines: 2000,
+            read_bytes: 256 * 1024,
             line_chars: 2000,
             grep_matches: 200,
             list_entries: 1000,

@@ -57,18 +57,20 @@ impl Workspace {
             return denied("contains a NUL character");
         }
         let given = Path::new(path);
+        if given.components().any(|c| c == Component::ParentDir) {
+            return denied("leaves the workspace with '..'; paths are relative to the workspace root");
+        }
         let relative: PathBuf = if given.is_absolute() {
             // An absolute path is accepted when it lies inside the root, as written or once the
-            // root's own symlinks are resolved.
+            // symlinks in its existing part (the root's own, say) are resolved.
             match given.strip_prefix(&self.root) {
                 Ok(rest) => rest.to_path_buf(),
-                Err(_) => {
-                    match given.canonicalize().ok().and_then(|c| c.strip_prefix(&self.root).ok().map(Path::to_path_buf))
-                    {
-                        Some(rest) => rest,
-                        None => return denied("is outside the workspace"),
-                    }
-                }
+                Err(_) => match real_location(given)
+                    .and_then(|real| real.strip_prefix(&self.root).ok().map(Path::to_path_buf))
+                {
+                    Some(rest) => rest,
+                    None => return denied("is outside the workspace"),
+                },
             }
         } else {
             given.to_path_buf()
@@ -125,6 +127,17 @@ impl Workspace {
     }
 }
 
+/// Where the absolute, `..`-free path `given` really is: its longest existing ancestor with the
+/// symlinks resolved, and the part that does not exist yet appended as written. `None` when not even
+/// the filesystem root resolves.
+fn real_location(given: &Path) -> Option<PathBuf> {
+    given.ancestors().find_map(|ancestor| {
+        let real = ancestor.canonicalize().ok()?;
+        let rest = given.strip_prefix(ancestor).ok()?;
+        Some(if rest.as_os_str().is_empty() { real } else { real.join(rest) })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +173,28 @@ mod tests {
             assert!(ws.resolve(bad).is_err(), "{bad}");
         }
         assert_eq!(ws.resolve("inner").unwrap(), ws.root().join("real"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn absolute_paths_to_new_files_resolve_through_a_symlinked_root() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("real/sub")).unwrap();
+        std::fs::create_dir(dir.path().join("beside")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("link")).unwrap();
+        let ws = Workspace::new(dir.path().join("link")).unwrap();
+        let through_link = |rest: &str| dir.path().join("link").join(rest).to_string_lossy().into_owned();
+        assert_eq!(ws.resolve(&through_link("new.txt")).unwrap(), ws.root().join("new.txt"));
+        assert_eq!(ws.resolve(&through_link("sub/new/deep.txt")).unwrap(), ws.root().join("sub/new/deep.txt"));
+        assert_eq!(ws.resolve(&through_link("")).unwrap(), ws.root());
+        let outside = [
+            dir.path().join("beside/new.txt").to_string_lossy().into_owned(),
+            dir.path().join("new.txt").to_string_lossy().into_owned(),
+            through_link("../beside/new.txt"),
+            through_link("sub/../../beside/x"),
+        ];
+        for bad in &outside {
+            assert_eq!(ws.resolve(bad).unwrap_err().kind(), crate::ErrorKind::Denied, "{bad}");
+        }
     }
 }

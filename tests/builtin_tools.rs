@@ -227,3 +227,250 @@ fn guard_rules_deny_and_confirm_before_anything_runs() {
     let preview = seen.lock().unwrap().clone();
     assert!(preview.contains("-line 7\n+line seven\n") && preview.contains("a/a.txt"), "{preview}");
 }
+
+/// Runs `f` on a thread of its own and returns what it returns, failing the test if it has not
+/// finished within `limit` (a guard against a call that blocks for ever, not a timing assertion).
+fn finishes_within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit).unwrap_or_else(|_| panic!("the call was still blocked after {limit:?}"))
+}
+
+/// The kind and message of a call's error, or the text of its result, as plain strings a thread
+/// can hand back.
+fn outcome_strings(outcome: &toolhost::CallOutcome) -> Result<String, (String, String)> {
+    match &outcome.result {
+        Ok(serde_json::Value::String(s)) => Ok(s.clone()),
+        Ok(other) => Ok(other.to_string()),
+        Err(e) => Err((e.kind().as_str().to_string(), e.message().to_string())),
+    }
+}
+
+#[cfg(unix)]
+fn make_fifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo").arg(path).status().expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+#[cfg(unix)]
+#[test]
+fn fs_read_and_fs_edit_refuse_a_fifo_instead_of_blocking() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = workspace(&[]);
+    make_fifo(&dir.path().join("pipe"));
+    std::os::unix::fs::symlink(dir.path().join("pipe"), dir.path().join("to-pipe")).unwrap();
+    let root = dir.path().to_path_buf();
+    let results = finishes_within(Duration::from_secs(20), move || {
+        let mut host = toolhost::HostBuilder::new(&root).build().expect("host");
+        [
+            host.call("fs-read", json!({"path": "pipe"})),
+            host.call("fs-read", json!({"path": "to-pipe", "start": 2, "count": 1})),
+            host.call("fs-edit", json!({"path": "pipe", "old": "a", "new": "b"})),
+            host.call("fs-write", json!({"path": "pipe", "content": "x"})),
+            host.call("fs-list", json!({"path": "pipe"})),
+        ]
+        .iter()
+        .map(outcome_strings)
+        .collect::<Vec<_>>()
+    });
+    for result in &results[..4] {
+        let (kind, message) = result.clone().unwrap_err();
+        assert_eq!(kind, "tool_failed");
+        assert!(message.contains("not a regular file but a named pipe (FIFO)"), "{message}");
+    }
+    let (_, message) = results[4].clone().unwrap_err();
+    assert!(message.contains("pipe is not a folder"), "{message}");
+    assert!(std::fs::symlink_metadata(dir.path().join("pipe")).unwrap().file_type().is_fifo(), "the FIFO was kept");
+    let (_, message) = err_of(&host(&dir).call("fs-read", json!({"path": "."})));
+    assert!(message.contains("is a folder; use fs-list"), "{message}");
+}
+
+#[cfg(unix)]
+#[test]
+fn confirmation_previews_of_a_fifo_are_an_error_instead_of_blocking() {
+    use toolhost::guard::{Action, Guard, Rule};
+    let dir = workspace(&[]);
+    make_fifo(&dir.path().join("pipe"));
+    let root = dir.path().to_path_buf();
+    let (results, asked) = finishes_within(Duration::from_secs(20), move || {
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(0));
+        let count = asked.clone();
+        let guard = Guard::default().rule(Rule::new("fs-*", Action::Confirm).unwrap()).confirmer(std::sync::Arc::new(
+            move |_tool, _preview: &str| {
+                *count.lock().unwrap() += 1;
+                true
+            },
+        ));
+        let mut host = toolhost::HostBuilder::new(&root).guard(guard).build().expect("host");
+        let results: Vec<_> = [
+            host.call("fs-write", json!({"path": "pipe", "content": "x"})),
+            host.call("fs-edit", json!({"path": "pipe", "old": "a", "new": "b"})),
+        ]
+        .iter()
+        .map(outcome_strings)
+        .collect();
+        let asked = *asked.lock().unwrap();
+        (results, asked)
+    });
+    for result in results {
+        let (_, message) = result.unwrap_err();
+        assert!(message.contains("not a regular file"), "{message}");
+    }
+    assert_eq!(asked, 0, "nobody is asked to confirm a call whose preview failed");
+}
+
+#[test]
+fn fs_read_with_a_huge_count_stops_at_the_byte_cap_with_a_next_start() {
+    let lines: String = (1..=5000).map(|n| format!("{n:>5} {}\n", "y".repeat(94))).collect();
+    let dir = workspace(&[("big.txt", &lines)]);
+    let mut host = host(&dir);
+    let text = ok_text(&host.call("fs-read", json!({"path": "big.txt", "count": i64::MAX})));
+    let (body, note) = text.trim_end_matches('\n').rsplit_once('\n').unwrap();
+    let body = format!("{body}\n");
+    let cap = toolhost::Limits::default().read_bytes;
+    assert!(body.len() <= cap && body.len() > cap - 200, "{} bytes of lines for a cap of {cap}", body.len());
+    let shown = numbered_lines(&body);
+    let last = *shown.last().unwrap();
+    assert_eq!(shown, (1..=last).collect::<Vec<_>>());
+    // The held-back line counts among the remaining ones: shown + remaining = every line.
+    let remaining: u64 = note
+        .strip_prefix("... ")
+        .and_then(|rest| rest.split(' ').next())
+        .map(|n| n.replace(',', ""))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    assert_eq!(last + remaining, 5000, "{note}");
+    assert!(note.ends_with(&format!("more lines; next start {}", last + 1)), "{note}");
+    // The note's start continues exactly where the cut fell.
+    let next = ok_text(&host.call("fs-read", json!({"path": "big.txt", "start": last + 1, "count": 1})));
+    assert!(next.starts_with(&format!("{}\t{:>5} y", last + 1, last + 1)), "{next}");
+}
+
+#[test]
+fn index_grep_glob_leaves_ignored_and_hidden_files_unsearched() {
+    let dir = workspace(&[
+        (".gitignore", ".env\ntarget/\n"),
+        (".env", "API_KEY=secret\n"),
+        ("target/build.rs", "API_KEY in build output\n"),
+        (".hidden/keys.txt", "API_KEY=hidden\n"),
+        ("deploy/prod.env", "API_KEY=${FROM_VAULT}\n"),
+        ("src/config.rs", "const API_KEY: &str = \"\";\n"),
+    ]);
+    let mut host = host(&dir);
+    let files_for = |host: &mut toolhost::Host, glob: &str| -> Vec<String> {
+        let text = ok_text(&host.call("index-grep", json!({"pattern": "API_KEY", "glob": glob})));
+        text.lines().filter_map(|l| l.split_once(':')).map(|(path, _)| path.to_string()).collect()
+    };
+    for glob in ["", "*", "**", "**/*"] {
+        assert_eq!(files_for(&mut host, glob), ["deploy/prod.env", "src/config.rs"], "glob {glob:?}");
+    }
+    assert_eq!(files_for(&mut host, "*.env"), ["deploy/prod.env"]);
+    assert_eq!(files_for(&mut host, "!*.rs"), ["deploy/prod.env"]);
+    for glob in [".env", "/.env", ".env*", "target/", "target/*", "*.txt", ".hidden/*", "build.rs"] {
+        assert!(files_for(&mut host, glob).is_empty(), "glob {glob:?} reached an ignored or hidden file");
+    }
+}
+
+#[test]
+fn index_grep_glob_without_a_slash_matches_names_at_any_depth_and_a_leading_slash_anchors() {
+    let dir = workspace(&[
+        ("main.rs", "fn main() {}\n"),
+        ("src/main.rs", "fn main() {}\n"),
+        ("src/bin/tool/main.rs", "fn main() {}\n"),
+        ("src/lib.rs", "fn main() {}\n"),
+        ("crates/x/src/lib.rs", "fn main() {}\n"),
+        ("web/src/app/main.ts", "function main() {}\n"),
+    ]);
+    let mut host = host(&dir);
+    let files_for = |host: &mut toolhost::Host, glob: &str| -> Vec<String> {
+        let text = ok_text(&host.call("index-grep", json!({"pattern": "main", "glob": glob})));
+        text.lines().filter_map(|l| l.split_once(':')).map(|(path, _)| path.to_string()).collect()
+    };
+    assert_eq!(files_for(&mut host, "main.rs"), ["main.rs", "src/bin/tool/main.rs", "src/main.rs"]);
+    assert_eq!(files_for(&mut host, "/main.rs"), ["main.rs"]);
+    assert_eq!(files_for(&mut host, "/src/lib.rs"), ["src/lib.rs"]);
+    assert_eq!(files_for(&mut host, "src/lib.rs"), ["src/lib.rs"]);
+    assert_eq!(files_for(&mut host, "**/src/lib.rs"), ["crates/x/src/lib.rs", "src/lib.rs"]);
+    assert_eq!(files_for(&mut host, "src/*.rs"), ["src/lib.rs", "src/main.rs"]);
+    assert_eq!(files_for(&mut host, "web/**/*.ts"), ["web/src/app/main.ts"]);
+    assert_eq!(files_for(&mut host, "crates/"), ["crates/x/src/lib.rs"]);
+    let (_, message) = err_of(&host.call("index-grep", json!({"pattern": "main", "glob": "src/[lib.rs"})));
+    assert!(message.contains("invalid glob"), "{message}");
+}
+
+/// Kills the process `pid` this test started (and that left the command's group), if it still runs.
+fn kill_escaped(pid_file: &Path) {
+    if let Some(pid) = std::fs::read_to_string(pid_file).ok().and_then(|s| s.trim().parse::<i32>().ok()) {
+        // SAFETY: kill only sends a signal, to a process this test started.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Starts `sleep 30` in a session of its own (out of the command's process group, so the group kill
+/// cannot reach it), holding the command's stdout and stderr, and waits until it has left the group.
+const ESCAPE: &str =
+    "setsid sh -c 'echo $$ > escaped.pid; exec sleep 30' & while [ ! -s escaped.pid ]; do sleep 0.05; done";
+
+#[cfg(unix)]
+#[test]
+fn shell_exec_returns_after_the_command_exits_even_if_a_setsid_child_holds_its_output() {
+    let dir = workspace(&[]);
+    let mut host = host(&dir);
+    let started = Instant::now();
+    let outcome = host.call("shell-exec", json!({"cmd": format!("{ESCAPE}; echo done")}));
+    let elapsed = started.elapsed();
+    kill_escaped(&dir.path().join("escaped.pid"));
+    let text = ok_text(&outcome);
+    assert!(elapsed < Duration::from_secs(20), "the call waited {elapsed:?} for the escaped child");
+    assert!(text.starts_with("exit code: 0\n--- stdout ---\ndone\n"), "{text}");
+    assert!(text.contains("still holds its output open; it was not waited for"), "{text}");
+}
+
+#[cfg(unix)]
+#[test]
+fn shell_exec_timeout_holds_even_if_a_setsid_child_holds_its_output() {
+    let dir = workspace(&[]);
+    let mut host = host(&dir);
+    let started = Instant::now();
+    let outcome = host.call("shell-exec", json!({"cmd": format!("{ESCAPE}; echo started; sleep 30"), "timeout-s": 1}));
+    let elapsed = started.elapsed();
+    kill_escaped(&dir.path().join("escaped.pid"));
+    let (kind, message) = err_of(&outcome);
+    assert!(elapsed < Duration::from_secs(20), "the call waited {elapsed:?} for the escaped child");
+    assert_eq!(kind, "timeout");
+    assert!(message.contains("started") && message.contains("it was not waited for"), "{message}");
+}
+
+#[test]
+fn confirmation_previews_show_the_diff_for_file_tools_and_the_command_for_shell_exec() {
+    use toolhost::guard::{Action, Guard, Rule};
+    let dir = workspace(&[("notes.txt", "keep\nold\n")]);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, String)>::new()));
+    let record = seen.clone();
+    let guard = Guard::default().rule(Rule::new("*", Action::Confirm).unwrap()).confirmer(std::sync::Arc::new(
+        move |tool: &toolhost::Primitive, preview: &str| {
+            record.lock().unwrap().push((tool.name().to_string(), preview.to_string()));
+            true
+        },
+    ));
+    let mut host = toolhost::HostBuilder::new(dir.path()).guard(guard).build().unwrap();
+    ok_text(&host.call("fs-write", json!({"path": "new.txt", "content": "fresh\n"})));
+    ok_text(&host.call("fs-write", json!({"path": "notes.txt", "content": "keep\nnew\n"})));
+    ok_text(&host.call("fs-edit", json!({"path": "a.txt", "old": "line 7\n", "new": "line seven\n"})));
+    ok_text(&host.call("shell-exec", json!({"cmd": "echo hi", "timeout-s": 5})));
+    let seen = seen.lock().unwrap().clone();
+    let tools: Vec<&str> = seen.iter().map(|(tool, _)| tool.as_str()).collect();
+    assert_eq!(tools, ["fs-write", "fs-write", "fs-edit", "shell-exec"]);
+    assert!(seen[0].1.contains("b/new.txt") && seen[0].1.contains("+fresh\n"), "{}", seen[0].1);
+    assert!(seen[1].1.contains(" keep\n-old\n+new\n"), "{}", seen[1].1);
+    assert!(seen[2].1.contains("-line 7\n+line seven\n") && seen[2].1.contains("a/a.txt"), "{}", seen[2].1);
+    assert_eq!(seen[3].1, "$ echo hi");
+    // An edit that would fail shows its error instead of an empty preview, and nothing is asked.
+    let (_, message) = err_of(&host.call("fs-edit", json!({"path": "a.txt", "old": "no such text", "new": "x"})));
+    assert!(message.contains("not found"), "{message}");
+    assert_eq!(seen.len(), 4);
+}

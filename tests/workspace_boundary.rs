@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::*;
 use serde_json::{json, Value};
 
@@ -60,4 +62,36 @@ fn paths_inside_the_workspace_work_relative_or_absolute() {
     let absolute = dir.path().join("sub/b.txt").display().to_string();
     assert_eq!(ok_text(&host.call("fs-read", json!({"path": absolute}))), "1\tb\n");
     assert_eq!(ok_text(&host.call("fs-read", json!({"path": "./sub/b.txt"}))), "1\tb\n");
+}
+
+#[cfg(unix)]
+#[test]
+fn absolute_paths_to_new_files_work_when_the_root_is_given_through_a_symlink() {
+    let base = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(base.path().join("real/sub")).unwrap();
+    std::fs::create_dir(base.path().join("beside")).unwrap();
+    write(&base.path().join("real"), "sub/old.txt", "old\n");
+    let link = base.path().join("link");
+    std::os::unix::fs::symlink(base.path().join("real"), &link).unwrap();
+    let mut host = toolhost::HostBuilder::new(&link).build().unwrap();
+    let abs = |p: &Path| p.display().to_string();
+
+    let created = ok_text(&host.call("fs-write", json!({"path": abs(&link.join("new.txt")), "content": "n\n"})));
+    assert!(created.starts_with("created"), "{created}");
+    assert_eq!(std::fs::read_to_string(base.path().join("real/new.txt")).unwrap(), "n\n");
+    ok_text(&host.call("fs-write", json!({"path": abs(&link.join("sub/deeper/x.txt")), "content": "x\n"})));
+    assert!(base.path().join("real/sub/deeper/x.txt").is_file());
+    assert_eq!(ok_text(&host.call("fs-read", json!({"path": abs(&link.join("sub/old.txt"))}))), "1\told\n");
+
+    for outside in [
+        abs(&base.path().join("beside/new.txt")),
+        abs(&base.path().join("new.txt")),
+        format!("{}/../beside/new.txt", abs(&link)),
+        "/etc/toolhost-new.txt".to_string(),
+    ] {
+        let (kind, message) = err_of(&host.call("fs-write", json!({"path": outside, "content": "pwned"})));
+        assert_eq!(kind, "denied", "{outside}: {message}");
+    }
+    assert_eq!(std::fs::read_dir(base.path().join("beside")).unwrap().count(), 0, "nothing was written outside");
+    assert!(!base.path().join("new.txt").exists());
 }

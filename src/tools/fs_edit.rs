@@ -2,8 +2,9 @@
 //! (the closest lines when nothing matches, the count and line numbers when several do), an atomic
 //! write, and a unified diff as its confirmation preview.
 
-use steel::rvals::SteelVal;
+use std::path::PathBuf;
 
+use super::file::read_text;
 use super::fs_write::write_atomically;
 use crate::context::ToolCtx;
 use crate::error::{Error, Result};
@@ -30,12 +31,7 @@ pub fn tool() -> Result<Primitive> {
 }
 
 fn fs_edit(ctx: &ToolCtx, path: String, old: String, new: String, replace_all: Option<bool>) -> Result<String> {
-    let real = ctx.workspace.resolve(&path)?;
-    let text = std::fs::read_to_string(&real).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::tool_failed(format!("no such file: {path}; use fs-write to create it")),
-        std::io::ErrorKind::InvalidData => Error::tool_failed(format!("{path} is not UTF-8 text")),
-        _ => Error::tool_failed(format!("cannot read {path}: {e}")),
-    })?;
+    let (real, text) = read_for_edit(ctx, &path)?;
     let updated = replace(&path, &text, &old, &new, replace_all.unwrap_or(false))?;
     write_atomically(&real, updated.text.as_bytes())
         .map_err(|e| Error::tool_failed(format!("cannot write {path}: {e}")))?;
@@ -94,15 +90,19 @@ fn no_match_message(path: &str, text: &str, old: &str) -> String {
     message
 }
 
-fn preview(ctx: &ToolCtx, args: &[SteelVal]) -> Result<String> {
-    let [SteelVal::StringV(path), SteelVal::StringV(old), SteelVal::StringV(new), rest @ ..] = args else {
-        return Ok(String::new());
-    };
-    let all = matches!(rest.first(), Some(SteelVal::BoolV(true)));
+/// The confirmation preview: the unified diff the edit would make. An edit that would fail shows
+/// the same error the call would give.
+fn preview(ctx: &ToolCtx, path: String, old: String, new: String, replace_all: Option<bool>) -> Result<String> {
+    let (_, text) = read_for_edit(ctx, &path)?;
+    let updated = replace(&path, &text, &old, &new, replace_all.unwrap_or(false))?;
+    Ok(unified_diff(&path, &text, &updated.text))
+}
+
+/// Resolves `path` and reads the regular text file it names.
+fn read_for_edit(ctx: &ToolCtx, path: &str) -> Result<(PathBuf, String)> {
     let real = ctx.workspace.resolve(path)?;
-    let text = std::fs::read_to_string(&real).map_err(|e| Error::tool_failed(format!("cannot read {path}: {e}")))?;
-    let updated = replace(path, &text, old, new, all)?;
-    Ok(unified_diff(path, &text, &updated.text))
+    let text = read_text(&real, path, || format!("no such file: {path}; use fs-write to create it"))?;
+    Ok((real, text))
 }
 
 /// A unified diff of `old` to `new` for the file `path`, as confirmation previews show it.

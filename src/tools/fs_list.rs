@@ -28,10 +28,10 @@ fn fs_list(ctx: &ToolCtx, path: Option<String>, depth: Option<i64>) -> Result<St
     };
     let real = ctx.workspace.resolve(&path)?;
     if !real.is_dir() {
-        return Err(Error::tool_failed(if real.exists() {
-            format!("{path} is a file; use fs-read to read it")
-        } else {
-            format!("no such folder: {path}")
+        return Err(Error::tool_failed(match std::fs::metadata(&real) {
+            Ok(meta) if meta.is_file() => format!("{path} is a file; use fs-read to read it"),
+            Ok(_) => format!("{path} is not a folder"),
+            Err(_) => format!("no such folder: {path}"),
         }));
     }
     let walker = ignore::WalkBuilder::new(&real)

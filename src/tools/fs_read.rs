@@ -1,9 +1,9 @@
 //! `fs-read path [start] [count]`: numbered lines of a text file, streamed, so a range near the
 //! top of a huge file costs what it costs on a small one.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
+use super::file::open_regular;
 use super::text::{count_lines_within, cut_line_beyond, read_line_capped, thousands};
 use crate::context::ToolCtx;
 use crate::error::{Error, Result};
@@ -17,7 +17,8 @@ pub fn tool() -> Result<Primitive> {
     Tool::new(
         "fs-read",
         "Read a text file's lines, each prefixed with its line number. Reads `count` lines from \
-         line `start`; ends with a note when more lines remain, giving the next start.",
+         line `start`, stopping early at a line boundary once the output would pass 256 KiB; ends \
+         with a note when more lines remain, giving the next start.",
     )
     .param("path", "File to read, relative to the workspace root")
     .param("start", "First line to read, 1-based; line 1 when left out or 0")
@@ -45,14 +46,7 @@ fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) 
         n => n as u64,
     };
     let real = ctx.workspace.resolve(&path)?;
-    let mut file = File::open(&real).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::tool_failed(format!("no such file: {path}")),
-        _ => Error::tool_failed(format!("cannot open {path}: {e}")),
-    })?;
-    let meta = file.metadata().map_err(|e| Error::tool_failed(format!("cannot read {path}: {e}")))?;
-    if meta.is_dir() {
-        return Err(Error::tool_failed(format!("{path} is a folder; use fs-list to see what it holds")));
-    }
+    let (mut file, meta) = open_regular(&real, &path, || format!("no such file: {path}"))?;
     let mut head = [0u8; 8192];
     let n = file.read(&mut head).map_err(|e| Error::tool_failed(format!("cannot read {path}: {e}")))?;
     if head[..n].contains(&0) {
@@ -82,14 +76,26 @@ fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) 
     }
     let end = start.saturating_add(count - 1);
     let mut shown_lines = Vec::new();
+    // Bytes of the shown lines' text, their tabs and newlines; the numbers are added below.
+    let mut text_bytes = 0usize;
+    // A line that was read but left out because it would have passed the byte cap.
+    let mut held_back = false;
     while number < end {
         let (more, skipped) = read_line_capped(&mut reader, ctx.limits.line_chars * 4, &mut line).map_err(io_err)?;
         if !more {
             break;
         }
+        let text = cut_line_beyond(&String::from_utf8_lossy(&line), ctx.limits.line_chars, skipped);
+        // Every number is padded to the width of the last one, so this is the output's exact size.
+        let width = (number + 1).to_string().len();
+        let size = text_bytes + text.len() + 2 + (shown_lines.len() + 1) * width;
+        if size > ctx.limits.read_bytes && !shown_lines.is_empty() {
+            held_back = true;
+            break;
+        }
         number += 1;
-        let text = String::from_utf8_lossy(&line);
-        shown_lines.push((number, cut_line_beyond(&text, ctx.limits.line_chars, skipped)));
+        text_bytes += text.len() + 2;
+        shown_lines.push((number, text));
     }
     // Numbers are right-aligned to the widest one shown, so the text column lines up.
     let width = number.to_string().len();
@@ -100,16 +106,19 @@ fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) 
     if number < start {
         return Ok(format!("({path} is empty)\n"));
     }
-    if reader.fill_buf().map_err(io_err)?.is_empty() {
+    if !held_back && reader.fill_buf().map_err(io_err)?.is_empty() {
         return Ok(out);
     }
     let next = number + 1;
     match count_lines_within(&mut reader, COUNT_BUDGET).map_err(io_err)? {
-        Some((remaining, _)) => out.push_str(&format!(
-            "... {} more line{}; next start {next}\n",
-            thousands(remaining),
-            if remaining == 1 { "" } else { "s" }
-        )),
+        Some((remaining, _)) => {
+            let remaining = remaining + u64::from(held_back);
+            out.push_str(&format!(
+                "... {} more line{}; next start {next}\n",
+                thousands(remaining),
+                if remaining == 1 { "" } else { "s" }
+            ));
+        }
         None => out.push_str(&format!(
             "... more lines follow (the file has {} bytes); next start {next}\n",
             thousands(meta.len())

@@ -4,8 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use steel::rvals::SteelVal;
-
+use super::file::{existing_regular, read_bytes};
 use crate::context::ToolCtx;
 use crate::error::{Error, Result};
 use crate::registry::Primitive;
@@ -26,22 +25,29 @@ pub fn tool() -> Result<Primitive> {
 
 fn fs_write(ctx: &ToolCtx, path: String, content: String) -> Result<String> {
     let real = ctx.workspace.resolve(&path)?;
-    if real.is_dir() {
-        return Err(Error::tool_failed(format!("{path} is a folder")));
-    }
-    let existed = real.exists();
+    // A folder, FIFO, socket or device is refused rather than replaced.
+    let existed = existing_regular(&real, &path)?.is_some();
     write_atomically(&real, content.as_bytes()).map_err(|e| Error::tool_failed(format!("cannot write {path}: {e}")))?;
     let verb = if existed { "replaced" } else { "created" };
     Ok(format!("{verb} {path} ({} bytes)", content.len()))
 }
 
-fn preview(ctx: &ToolCtx, args: &[SteelVal]) -> Result<String> {
-    let (Some(SteelVal::StringV(path)), Some(SteelVal::StringV(content))) = (args.first(), args.get(1)) else {
-        return Ok(String::new());
+/// The confirmation preview: the unified diff from the current content (none, for a new file; a
+/// current content that is not text is named and diffed as empty).
+fn preview(ctx: &ToolCtx, path: String, content: String) -> Result<String> {
+    let real = ctx.workspace.resolve(&path)?;
+    let old = match existing_regular(&real, &path)? {
+        Some(_) => read_bytes(&real, &path, || format!("no such file: {path}"))?,
+        None => Vec::new(),
     };
-    let real = ctx.workspace.resolve(path)?;
-    let old = std::fs::read_to_string(&real).unwrap_or_default();
-    Ok(super::fs_edit::unified_diff(path, &old, content))
+    Ok(match String::from_utf8(old) {
+        Ok(old) => super::fs_edit::unified_diff(&path, &old, &content),
+        Err(e) => format!(
+            "(replaces {path}, {} bytes that are not UTF-8 text, shown here as empty)\n{}",
+            e.as_bytes().len(),
+            super::fs_edit::unified_diff(&path, "", &content)
+        ),
+    })
 }
 
 /// Writes `bytes` to `target` so that a crash leaves either the old file or the new one: the data

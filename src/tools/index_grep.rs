@@ -1,12 +1,15 @@
 //! `index-grep pattern [glob]`: a regex search of the workspace with ripgrep's own crates (the
-//! `.gitignore`-aware parallel walker, glob overrides with ripgrep's `-g` meaning, the regex matcher
-//! and searcher), printed as sorted `path:line:text` lines with a cap.
+//! `.gitignore`-aware parallel walker, the regex matcher and searcher), printed as sorted
+//! `path:line:text` lines with a cap. The glob only narrows what the walker yields: ignored and
+//! hidden files stay unsearched whatever the glob says.
 
+use std::path::Path;
 use std::sync::Mutex;
 
+use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{sinks::Lossy, BinaryDetection, SearcherBuilder};
-use ignore::{overrides::OverrideBuilder, WalkBuilder, WalkState};
+use ignore::{WalkBuilder, WalkState};
 
 use super::text::{cut_line, thousands};
 use crate::context::ToolCtx;
@@ -18,13 +21,59 @@ pub fn tool() -> Result<Primitive> {
     Tool::new(
         "index-grep",
         "Search the workspace's files for a regular expression (Rust regex syntax), leaving out \
-         what .gitignore excludes, hidden files and binary files. Prints path:line:text for each \
-         matching line, sorted by path, capped at 200 lines with a note giving the total.",
+         what .gitignore excludes, hidden files and binary files, whatever the glob. Prints \
+         path:line:text for each matching line, sorted by path, capped at 200 lines with a note \
+         giving the total.",
     )
     .param("pattern", "Regular expression to search for, e.g. fn\\s+main")
-    .param("glob", "Only search files matching this glob, as ripgrep's -g (e.g. *.rs or src/**/*.ts); every file when left out or empty")
+    .param(
+        "glob",
+        "Only search files matching this glob; every file when left out or empty. Without a '/' it \
+         matches file names at any depth (*.rs, main.rs); with a '/' it matches the whole path from \
+         the workspace root (src/**/*.ts; /main.rs is only the root's main.rs); a trailing '/' means \
+         everything below a folder (tests/); a leading '!' searches the files it does not match",
+    )
     .read_only()
     .build(index_grep)
+}
+
+/// Which files a glob selects: by file name at any depth, or by path from the root.
+struct FileFilter {
+    matcher: GlobMatcher,
+    by_name: bool,
+    negated: bool,
+}
+
+impl FileFilter {
+    /// Reads a glob as the `glob` parameter describes it.
+    fn new(glob: &str) -> Result<Self> {
+        let invalid = |e: globset::Error| Error::tool_failed(format!("invalid glob {glob:?}: {e}"));
+        let (negated, body) = match glob.strip_prefix('!') {
+            Some(rest) => (true, rest),
+            None => (false, glob),
+        };
+        let by_name = !body.contains('/');
+        let mut pattern = body.strip_prefix('/').unwrap_or(body).to_string();
+        if pattern.ends_with('/') {
+            pattern.push_str("**");
+        }
+        if pattern.is_empty() {
+            return Err(Error::tool_failed(format!("invalid glob {glob:?}: it matches no file")));
+        }
+        // `*` and `?` stay within one path component, as in .gitignore and ripgrep's -g.
+        let matcher = GlobBuilder::new(&pattern).literal_separator(true).build().map_err(invalid)?.compile_matcher();
+        Ok(FileFilter { matcher, by_name, negated })
+    }
+
+    /// Whether the file at `relative` (to the workspace root) is searched.
+    fn selects(&self, relative: &Path) -> bool {
+        let matched = if self.by_name {
+            relative.file_name().is_some_and(|name| self.matcher.is_match(name))
+        } else {
+            self.matcher.is_match(relative)
+        };
+        matched != self.negated
+    }
 }
 
 /// One file's matching lines (at most the cap) and how many there were in all.
@@ -40,13 +89,10 @@ fn index_grep(ctx: &ToolCtx, pattern: String, glob: Option<String>) -> Result<St
         .build(&pattern)
         .map_err(|e| Error::tool_failed(format!("invalid pattern {pattern:?}: {e}")))?;
     let root = ctx.workspace.root();
+    // Not ripgrep's overrides: an override whitelist beats .gitignore and the hidden-file rule.
+    let filter = glob.filter(|g| !g.is_empty()).map(|g| FileFilter::new(&g)).transpose()?;
     let mut walk = WalkBuilder::new(root);
     walk.require_git(false).follow_links(false);
-    if let Some(glob) = glob.filter(|g| !g.is_empty()) {
-        let mut overrides = OverrideBuilder::new(root);
-        overrides.add(&glob).map_err(|e| Error::tool_failed(format!("invalid glob {glob:?}: {e}")))?;
-        walk.overrides(overrides.build().map_err(|e| Error::tool_failed(format!("invalid glob {glob:?}: {e}")))?);
-    }
     let cap = ctx.limits.grep_matches;
     let line_chars = ctx.limits.line_chars.min(500);
     // Each file keeps at most `cap` lines: no more can ever be shown.
@@ -54,10 +100,15 @@ fn index_grep(ctx: &ToolCtx, pattern: String, glob: Option<String>) -> Result<St
     walk.build_parallel().run(|| {
         let matcher = matcher.clone();
         let found = &found;
+        let filter = filter.as_ref();
         let mut searcher = SearcherBuilder::new().binary_detection(BinaryDetection::quit(0)).line_number(true).build();
         Box::new(move |entry| {
             let Ok(entry) = entry else { return WalkState::Continue };
             if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
+            if filter.is_some_and(|f| !f.selects(relative)) {
                 return WalkState::Continue;
             }
             let mut lines = Vec::new();
@@ -70,9 +121,8 @@ fn index_grep(ctx: &ToolCtx, pattern: String, glob: Option<String>) -> Result<St
                 Ok(true)
             });
             if searcher.search_path(&matcher, entry.path(), sink).is_ok() && total > 0 {
-                let rel = entry.path().strip_prefix(root).unwrap_or(entry.path()).to_string_lossy().into_owned();
                 if let Ok(mut found) = found.lock() {
-                    found.push(FileMatches { path: rel, lines, total });
+                    found.push(FileMatches { path: relative.to_string_lossy().into_owned(), lines, total });
                 }
             }
             WalkState::Continue

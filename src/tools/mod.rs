@@ -9,7 +9,10 @@
 //! | `fs-list [path] [depth]` | `fs_list.rs` |
 //! | `index-grep pattern [glob]` | `index_grep.rs` |
 //! | `shell-exec cmd [timeout-s]` | `shell_exec.rs` |
+//!
+//! Shared by them: `file.rs` (opening only regular files) and `text.rs` (numbers, long lines).
 
+mod file;
 mod fs_edit;
 mod fs_list;
 mod fs_read;

@@ -5,17 +5,25 @@
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
-use std::time::Duration;
-
-use steel::rvals::SteelVal;
+use std::time::{Duration, Instant};
 
 use super::text::thousands;
 use crate::context::ToolCtx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::registry::Primitive;
 use crate::typed::Tool;
+
+/// How long, after the command exits or is killed, shell-exec waits for its output pipes to close.
+/// They stay open while a process that left the command's process group (`setsid`, a daemon)
+/// holds them; such a process is neither killed nor waited for.
+const OUTPUT_GRACE: Duration = Duration::from_secs(1);
+
+/// The closing note when a process outside the command's group kept the output pipes open.
+const ABANDONED_NOTE: &str = "[note: a process outside the command's process group (started with setsid or as a \
+     daemon) still holds its output open; it was not waited for or killed, and what it writes from now on is not \
+     shown]\n";
 
 pub fn tool() -> Result<Primitive> {
     Tool::new(
@@ -31,11 +39,9 @@ pub fn tool() -> Result<Primitive> {
     .build(shell_exec)
 }
 
-fn preview(_ctx: &ToolCtx, args: &[SteelVal]) -> Result<String> {
-    match args.first() {
-        Some(SteelVal::StringV(cmd)) => Ok(format!("$ {}", cmd.as_str())),
-        _ => Ok(String::new()),
-    }
+/// The confirmation preview: the command line as it will run.
+fn preview(_ctx: &ToolCtx, cmd: String, _timeout_s: Option<i64>) -> String {
+    format!("$ {cmd}")
 }
 
 fn shell_exec(ctx: &ToolCtx, cmd: String, timeout_s: Option<i64>) -> Result<String> {
@@ -56,41 +62,69 @@ fn shell_exec(ctx: &ToolCtx, cmd: String, timeout_s: Option<i64>) -> Result<Stri
         .map_err(|e| Error::tool_failed(format!("cannot start sh: {e}")))?;
     let group = child.id() as libc::pid_t;
     let cap = ctx.limits.shell_output_bytes;
-    let stdout = child.stdout.take().map(|out| thread::spawn(move || read_capped(out, cap)));
-    let stderr = child.stderr.take().map(|err| thread::spawn(move || read_capped(err, cap)));
-    let (done_tx, done_rx) = mpsc::channel();
-    let waiter = thread::spawn(move || {
-        let status = child.wait();
-        let _ = done_tx.send(());
-        status
+    let stdout = Arc::new(Mutex::new(Captured::default()));
+    let stderr = Arc::new(Mutex::new(Captured::default()));
+    let (read_tx, read_rx) = mpsc::channel();
+    let mut readers = 0;
+    if let Some(pipe) = child.stdout.take() {
+        spawn_reader(pipe, cap, stdout.clone(), read_tx.clone());
+        readers += 1;
+    }
+    if let Some(pipe) = child.stderr.take() {
+        spawn_reader(pipe, cap, stderr.clone(), read_tx.clone());
+        readers += 1;
+    }
+    drop(read_tx);
+    let (exit_tx, exit_rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = exit_tx.send(child.wait());
     });
-    let timed_out = done_rx.recv_timeout(Duration::from_secs(timeout)).is_err();
-    // On timeout, and also after a normal exit, end whatever is left of the group: a background
-    // child that kept the pipes open would otherwise hold the readers (and the call) forever.
+    let (timed_out, status) = match exit_rx.recv_timeout(Duration::from_secs(timeout)) {
+        Ok(status) => (false, Some(status)),
+        Err(_) => (true, None),
+    };
+    // On timeout, and also after a normal exit, end whatever is left of the group.
     kill_group(group);
-    let status = waiter.join().map_err(|_| Error::tool_failed("the process waiter failed"))?;
-    let (out, out_more) = stdout.and_then(|h| h.join().ok()).unwrap_or_default();
-    let (err, err_more) = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
-    let mut text = String::new();
-    if !timed_out {
-        match status {
-            Ok(s) => match (s.code(), s.signal()) {
-                (Some(code), _) => text.push_str(&format!("exit code: {code}\n")),
-                (None, Some(sig)) => text.push_str(&format!("killed by signal {sig}\n")),
-                _ => text.push_str("exit status unknown\n"),
-            },
-            Err(e) => text.push_str(&format!("exit status unknown: {e}\n")),
+    // From here on the call waits at most OUTPUT_GRACE in all.
+    let deadline = Instant::now() + OUTPUT_GRACE;
+    if timed_out {
+        // The group leader is dead now; reap it so it does not linger as a zombie.
+        let _ = exit_rx.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+    }
+    // The readers end when every process holding the pipes has closed them. One that left the
+    // group (setsid, a daemon) survives the kill and may hold them for ever: wait only briefly.
+    let mut finished = 0;
+    while finished < readers {
+        match read_rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(()) => finished += 1,
+            Err(_) => break,
         }
     }
-    for (name, body, more) in [("stdout", out, out_more), ("stderr", err, err_more)] {
+    let abandoned = finished < readers;
+    let mut text = String::new();
+    match status {
+        None => {}
+        Some(Ok(s)) => match (s.code(), s.signal()) {
+            (Some(code), _) => text.push_str(&format!("exit code: {code}\n")),
+            (None, Some(sig)) => text.push_str(&format!("killed by signal {sig}\n")),
+            _ => text.push_str("exit status unknown\n"),
+        },
+        Some(Err(e)) => text.push_str(&format!("exit status unknown: {e}\n")),
+    }
+    for (name, captured) in [("stdout", &stdout), ("stderr", &stderr)] {
+        let captured = captured.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let body = &captured.kept;
         text.push_str(&format!("--- {name} ---\n"));
-        text.push_str(&String::from_utf8_lossy(&body));
+        text.push_str(&String::from_utf8_lossy(body));
         if !body.is_empty() && !body.ends_with(b"\n") {
             text.push('\n');
         }
-        if more > 0 {
-            text.push_str(&format!("[... {} more bytes of {name} cut]\n", thousands(more)));
+        if captured.dropped > 0 {
+            text.push_str(&format!("[... {} more bytes of {name} cut]\n", thousands(captured.dropped)));
         }
+    }
+    if abandoned {
+        text.push_str(ABANDONED_NOTE);
     }
     if timed_out {
         return Err(Error::new(
@@ -110,20 +144,31 @@ fn kill_group(group: libc::pid_t) {
     }
 }
 
-/// Reads a pipe to its end, keeping the first `cap` bytes and counting the rest.
-fn read_capped(mut pipe: impl Read, cap: usize) -> (Vec<u8>, u64) {
-    let mut kept = Vec::new();
-    let mut dropped = 0u64;
-    let mut buf = [0u8; 16 * 1024];
-    loop {
-        match pipe.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = cap.saturating_sub(kept.len()).min(n);
-                kept.extend_from_slice(&buf[..room]);
-                dropped += (n - room) as u64;
+/// What was read from one pipe: the first bytes, up to the cap, and how many more were dropped.
+#[derive(Default)]
+struct Captured {
+    kept: Vec<u8>,
+    dropped: u64,
+}
+
+/// Reads `pipe` to its end on a thread of its own, appending to `into` as it goes (so what was
+/// read so far can be taken at any time) and sending on `done` when the pipe is closed.
+fn spawn_reader(mut pipe: impl Read + Send + 'static, cap: usize, into: Arc<Mutex<Captured>>, done: mpsc::Sender<()>) {
+    thread::spawn(move || {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+                Ok(n) => {
+                    let mut captured = into.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    let room = cap.saturating_sub(captured.kept.len()).min(n);
+                    captured.kept.extend_from_slice(&buf[..room]);
+                    captured.dropped += (n - room) as u64;
+                }
             }
         }
-    }
-    (kept, dropped)
+        let _ = done.send(());
+    });
 }
