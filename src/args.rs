@@ -69,15 +69,21 @@ pub fn args_from_json(sig: &Signature, args: &Map<String, Value>) -> Result<Vec<
                 .with_tool(&sig.name)
                 .with_parameter(&param.name));
             }
-            None if index < passed => out.push(match sig.skipped {
-                Skipped::TypedEmpty => value::empty_value(param.ty),
-                Skipped::Void => SteelVal::Void,
-            }),
+            None if index < passed => out.push(skipped_value(sig, param)),
             None => {}
         }
     }
     out.extend(rest_values.into_iter().flatten());
     Ok(out)
+}
+
+/// The value a skipped optional parameter arrives as: its type's empty value, or void for a tool
+/// that takes skipped parameters as void.
+pub(crate) fn skipped_value(sig: &Signature, param: &Param) -> SteelVal {
+    match sig.skipped {
+        Skipped::TypedEmpty => value::empty_value(param.ty),
+        Skipped::Void => SteelVal::Void,
+    }
 }
 
 fn rest_from_json(sig: &Signature, rest: &Param, value: &Value) -> Result<Vec<SteelVal>> {

@@ -109,9 +109,10 @@ impl Host {
         options: CallOptions,
         notes: &mut Vec<String>,
     ) -> Result<Value> {
-        let primitive = self.shared.registry.read().ok().and_then(|r| r.get_by_provider_name(tool).cloned());
-        let Some(primitive) = primitive else {
-            return Err(unknown_tool(self, tool));
+        let primitive = {
+            let registry =
+                self.shared.registry.read().map_err(|_| Error::tool_failed("the registry lock is poisoned"))?;
+            registry.get_by_provider_name(tool).cloned().ok_or_else(|| registry.unknown_tool_error(tool))?
         };
         let name = primitive.name().to_string();
         if options.strict {
@@ -146,17 +147,4 @@ impl Host {
             Error::tool_failed(format!("{name}: its result cannot be sent back: {}", e.0)).with_tool(&name)
         })
     }
-}
-
-fn unknown_tool(host: &Host, tool: &str) -> Error {
-    let registry = host.registry();
-    let mut names: Vec<&str> = registry.iter().map(|p| p.name()).collect();
-    names.sort_unstable();
-    let shown = if names.len() > 60 {
-        format!("{} and {} more", names[..60].join(", "), names.len() - 60)
-    } else {
-        names.join(", ")
-    };
-    Error::new(ErrorKind::UnknownTool, format!("there is no tool called \"{tool}\"; the tools are {shown}"))
-        .with_tool(tool)
 }

@@ -4,6 +4,7 @@
 
 use std::io::Read;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -32,11 +33,17 @@ enum Command {
     Eval {
         /// The Scheme expression.
         expr: String,
+        /// Stop the evaluation after this many seconds.
+        #[arg(long, value_name = "SECONDS")]
+        timeout_s: Option<f64>,
     },
     /// Run a Scheme file in a full host.
     Run {
         /// The .scm file.
         file: PathBuf,
+        /// Stop the script after this many seconds.
+        #[arg(long, value_name = "SECONDS")]
+        timeout_s: Option<f64>,
     },
     /// Call a tool through the exact path a model's call takes; print one JSON object.
     Call {
@@ -82,8 +89,14 @@ enum CatalogueFormat {
 /// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    // steel creates (or complains about) a home folder when an engine is built unless STEEL_HOME
+    // is set; toolhost loads nothing from there. Set before any thread starts.
+    if std::env::var_os("STEEL_HOME").is_none() {
+        std::env::set_var("STEEL_HOME", std::env::temp_dir().join("toolhost-steel-home"));
+    }
     let root = cli.root.clone().unwrap_or_else(|| PathBuf::from("."));
-    let mut builder = HostBuilder::new(root);
+    // `call` answers with JSON on standard output: what scripts print goes to standard error.
+    let mut builder = HostBuilder::new(root).display_to_stderr(matches!(cli.command, Command::Call { .. }));
     for dir in &cli.tool_dirs {
         builder = builder.tool_dir(dir);
     }
@@ -99,17 +112,11 @@ pub fn main() -> i32 {
     }
     match cli.command {
         Command::Repl => crate::repl::run(host),
-        Command::Eval { expr } => eval(&mut host, &expr),
-        Command::Run { file } => match std::fs::read_to_string(&file) {
-            Ok(source) => match host.eval(&source) {
-                Ok(_) => 0,
-                Err(e) => {
-                    eprintln!("toolhost: {}: {e}", file.display());
-                    1
-                }
-            },
+        Command::Eval { expr, timeout_s } => eval(&mut host, &expr, seconds(timeout_s)),
+        Command::Run { file, timeout_s } => match host.run_file(&file, seconds(timeout_s)) {
+            Ok(_) => 0,
             Err(e) => {
-                eprintln!("toolhost: {}: {e}", file.display());
+                eprintln!("toolhost: {e}");
                 1
             }
         },
@@ -142,8 +149,12 @@ pub fn main() -> i32 {
     }
 }
 
-fn eval(host: &mut Host, expr: &str) -> i32 {
-    match host.eval_to_string(expr) {
+fn seconds(value: Option<f64>) -> Option<Duration> {
+    value.and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
+fn eval(host: &mut Host, expr: &str, limit: Option<Duration>) -> i32 {
+    match host.eval_within(expr, limit).map(|v| crate::host::render_result(&v)) {
         Ok(text) => {
             if text.ends_with('\n') {
                 print!("{text}");

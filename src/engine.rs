@@ -23,57 +23,73 @@ use steel::steel_vm::builtin::BuiltInModule;
 use steel::steel_vm::engine::Engine;
 use steel::steel_vm::primitives::*;
 
-/// steel/meta procedures scripts must not have: new engines, `eval` (which compiles in this engine
-/// and so would reach the module loader), loading files, dynamic libraries, environment variables,
-/// the steel home.
-const META_DENIED: &[&str] = &[
-    "Engine::new",
-    "Engine::clone",
-    "Engine::add-module",
-    "Engine::modules->list",
-    "Engine::raise_error",
-    "run!",
-    "eval",
-    "eval!",
-    "eval-string",
-    "expand!",
-    "load",
-    "load-expanded",
-    "emit-expanded",
-    "#%build-dylib",
-    "#%get-dylib",
-    "env-var",
-    "maybe-get-env-var",
-    "set-env-var!",
-    "steel-home-location",
-    "command-line",
-    "feature-dylib-build?",
-    "platform-dll-extension!",
-    "platform-dll-prefix!",
-    "current-os!",
-    "target-arch!",
+/// The steel/meta procedures scripts get: an allowlist, because the module also holds ways to reach
+/// the compiler and the module loader (`eval`, `#%expand`, `load`, which read files from anywhere),
+/// new engines with every module, dynamic libraries, the environment and async executors. Kept:
+/// what stdlib.scm uses, errors, boxes, continuations and procedure introspection.
+const META_ALLOWED: &[&str] = &[
+    // stdlib.scm
+    "#%black-box",
+    "#%function-ptr-table",
+    "#%function-ptr-table-add",
+    "#%function-ptr-table-get",
+    "#%native-fn-ptr-doc",
+    "#%push-module-context",
+    "#%pop-module-context",
+    "#%expand-syntax-case",
+    "#%match-syntax-case",
+    "#%macro-case-bindings",
+    "box",
+    "unbox",
+    "set-box!",
+    "#%box",
+    "#%unbox",
+    "#%set-box!",
+    "call-with-exception-handler",
+    "call/cc",
+    "call-with-current-continuation",
+    "current-function-span",
+    "error-with-span",
+    "make-will-executor",
+    "will-execute",
+    "will-register",
+    // for tool authors
+    "raise-error",
+    "error-object-message",
+    "value->string",
+    "function-name",
+    "function-arity",
+    "arity?",
+    "multi-arity?",
+    "arity-object->list",
+    "assert!",
+    "iter-next!",
+    "value->iterator",
+    "make-weak-box",
+    "weak-box-value",
+    "box-strong",
+    "unbox-strong",
+    "set-strong-box!",
+    "struct->list",
+    "#%struct-property-ref",
+    "#%struct-update",
 ];
 
-/// steel/threads procedures that create or control threads. stdlib.scm needs the module for its
-/// thread-local storage, so the module stays with these removed.
-const THREADS_DENIED: &[&str] = &[
-    "spawn-native-thread",
-    "thread-finished?",
-    "thread-interrupt",
-    "thread-join!",
-    "thread-resume",
-    "thread-suspend",
-    "thread/available-parallelism",
-];
+/// The steel/threads procedures scripts get: thread-local storage for stdlib.scm. Threads, locks
+/// and channels are left out: a lock or a channel can block inside a Rust procedure, where the
+/// per-call time limit cannot stop it.
+const THREADS_ALLOWED: &[&str] = &["make-tls", "get-tls", "set-tls!", "current-thread-id"];
 
 fn threads_disabled(_args: &[SteelVal]) -> steel::rvals::Result<SteelVal> {
     Err(SteelErr::new(ErrorKind::Generic, "threads are not available to tool scripts".to_string()))
 }
 
-fn without(module: &BuiltInModule, denied: &[&str]) -> BuiltInModule {
+/// A copy of `module` holding only the names `keep` accepts. (A clone would share its table with
+/// steel's own module, which `Engine::new()` still needs intact for trusted scripts.)
+fn filtered(module: &BuiltInModule, keep: impl Fn(&str) -> bool) -> BuiltInModule {
     let mut out = BuiltInModule::new(module.name().to_string());
     for name in module.names() {
-        if !denied.contains(&name.as_str()) {
+        if keep(&name) {
             out.register_value(&name, module.get(name.clone()));
         }
     }
@@ -99,7 +115,6 @@ fn script_modules() -> Vec<BuiltInModule> {
         EQUALITY_MODULE,
         ORD_MODULE,
         TRANSDUCER_MODULE,
-        JSON_MODULE,
         CONSTANTS_MODULE,
         SYNTAX_MODULE,
         RESULT_MODULE,
@@ -107,14 +122,12 @@ fn script_modules() -> Vec<BuiltInModule> {
         TYPE_ID_MODULE,
         BYTEVECTOR_MODULE
     );
-    modules.push(META_MODULE.with(|m| without(m, META_DENIED)));
+    modules.push(META_MODULE.with(|m| filtered(m, |n| META_ALLOWED.contains(&n))));
     // Reading standard input blocks inside a Rust procedure, where the time limit cannot stop it,
     // and under a future MCP server standard input is the protocol: scripts get no stdin.
-    modules.push(IO_MODULE.with(|m| without(m, &["read-to-string"])));
-    // A copy: a clone of a builtin module shares its table with steel's own, which `Engine::new()`
-    // (trusted scripts) still needs intact.
+    modules.push(IO_MODULE.with(|m| filtered(m, |n| n != "read-to-string")));
     let stdin_names = ["stdin", "#%default-input-port"];
-    let mut ports = PORT_MODULE_WITHOUT_FILESYSTEM.with(|m| without(m, &stdin_names));
+    let mut ports = PORT_MODULE_WITHOUT_FILESYSTEM.with(|m| filtered(m, |n| !stdin_names.contains(&n)));
     for name in stdin_names {
         ports.register_value(name, SteelVal::FuncV(stdin_unavailable));
     }
@@ -127,25 +140,26 @@ fn stdin_unavailable(_args: &[SteelVal]) -> steel::rvals::Result<SteelVal> {
 }
 
 /// A new engine for tool scripts. `trusted` scripts get steel's whole standard engine instead.
-pub(crate) fn new_engine(trusted: bool) -> Engine {
-    // Every constructor looks for steel's home folder and creates (or complains about) it unless
-    // STEEL_HOME is set; toolhost loads nothing from there.
-    if std::env::var_os("STEEL_HOME").is_none() {
-        std::env::set_var("STEEL_HOME", std::env::temp_dir().join("toolhost-steel-home"));
-    }
-    let mut engine = if trusted { Engine::new() } else { script_engine() };
-    install_display(&mut engine);
-    engine
+/// `display` and friends write to standard error when `output_to_stderr`, so they cannot corrupt a
+/// JSON answer on standard output.
+///
+/// steel looks for its home folder when an engine is built and creates it (or complains) unless
+/// `STEEL_HOME` is set; the `toolhost` binary sets it, and embedders may.
+pub(crate) fn new_engine(trusted: bool, output_to_stderr: bool) -> Result<Engine, String> {
+    let mut engine = if trusted { Engine::new() } else { script_engine()? };
+    install_display(&mut engine, output_to_stderr);
+    install_json(&mut engine);
+    Ok(engine)
 }
 
-fn script_engine() -> Engine {
+fn script_engine() -> Result<Engine, String> {
     let mut engine = Engine::new_raw_no_kernel();
     let prims = private_prim_module();
     engine.register_module(prims.clone());
     for (key, value) in prims.inner_map().iter() {
         engine.register_value(key, value.clone());
     }
-    let mut threads = THREADING_MODULE.with(|m| without(m, THREADS_DENIED));
+    let mut threads = THREADING_MODULE.with(|m| filtered(m, |n| THREADS_ALLOWED.contains(&n)));
     threads.register_value("spawn-native-thread", SteelVal::FuncV(threads_disabled));
     let mut base = BuiltInModule::new("steel/base");
     let mut requires = String::new();
@@ -165,18 +179,21 @@ fn script_engine() -> Engine {
     engine.register_module(PRIVATE_READER_MODULE.with(|m| m.clone()));
     requires.push_str(&aliases);
     for program in [requires.as_str(), steel::stdlib::PRELUDE] {
-        if let Err(e) = engine.compile_and_run_raw_program(program.to_string()) {
-            // Only a change in steel could cause this; the host still starts, and eval shows what is missing.
-            eprintln!("toolhost: the engine's base library failed to load: {e}");
-        }
+        engine
+            .compile_and_run_raw_program(program.to_string())
+            .map_err(|e| format!("the engine's base library failed to load: {e}"))?;
     }
-    engine
+    Ok(engine)
 }
 
-/// `display`, `displayln` and `newline`, written to standard output. (steel's own come with its
-/// print library, which costs as much again as everything else loaded here.)
-fn install_display(engine: &mut Engine) {
-    fn show(args: &[SteelVal], newline: bool) -> steel::rvals::Result<SteelVal> {
+fn boxed(f: impl Fn(&[SteelVal]) -> steel::rvals::Result<SteelVal> + Send + Sync + 'static) -> SteelVal {
+    SteelVal::anonymous_boxed_function(Arc::new(f))
+}
+
+/// `display`, `displayln` and `newline`. (steel's own come with its print library, which costs as
+/// much again as everything else loaded here.)
+fn install_display(engine: &mut Engine, to_stderr: bool) {
+    let show = move |args: &[SteelVal], newline: bool| -> steel::rvals::Result<SteelVal> {
         let mut out = String::new();
         for (i, arg) in args.iter().enumerate() {
             if i > 0 {
@@ -190,14 +207,46 @@ fn install_display(engine: &mut Engine) {
         if newline {
             out.push('\n');
         }
-        let mut stdout = std::io::stdout().lock();
-        let _ = stdout.write_all(out.as_bytes());
-        let _ = stdout.flush();
+        if to_stderr {
+            let _ = std::io::stderr().lock().write_all(out.as_bytes());
+        } else {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(out.as_bytes());
+            let _ = stdout.flush();
+        }
         Ok(SteelVal::Void)
-    }
-    engine.register_value("display", SteelVal::anonymous_boxed_function(Arc::new(|a: &[SteelVal]| show(a, false))));
-    engine.register_value("displayln", SteelVal::anonymous_boxed_function(Arc::new(|a: &[SteelVal]| show(a, true))));
-    engine.register_value("newline", SteelVal::anonymous_boxed_function(Arc::new(|_: &[SteelVal]| show(&[], true))));
+    };
+    engine.register_value("display", boxed(move |a| show(a, false)));
+    engine.register_value("displayln", boxed(move |a| show(a, true)));
+    engine.register_value("newline", boxed(move |_| show(&[], true)));
+}
+
+/// `string->jsexpr` and `value->jsexpr-string`, on toolhost's own value mapping (integers stay
+/// integers, object keys are strings, NaN is an error), in place of steel's JSON module, which
+/// panics on NaN.
+fn install_json(engine: &mut Engine) {
+    let fail = |m: String| SteelErr::new(ErrorKind::Generic, m);
+    engine.register_value(
+        "string->jsexpr",
+        boxed(move |a| match a {
+            [SteelVal::StringV(text)] => {
+                let value: serde_json::Value =
+                    serde_json::from_str(text.as_str()).map_err(|e| fail(format!("string->jsexpr: {e}")))?;
+                crate::value::json_to_scheme(&value, crate::param::ParamType::Any)
+                    .map_err(|_| fail("string->jsexpr: the JSON nests too deeply".into()))
+            }
+            _ => Err(fail("string->jsexpr: expected one string".into())),
+        }),
+    );
+    engine.register_value(
+        "value->jsexpr-string",
+        boxed(move |a| match a {
+            [value] => crate::value::scheme_to_json(value)
+                .map(|json| SteelVal::StringV(json.to_string().into()))
+                .map_err(|e| fail(format!("value->jsexpr-string: {}", e.0))),
+            _ => Err(fail("value->jsexpr-string: expected one value".into())),
+        }),
+    );
 }
 
 /// What a look at a program's tokens finds before it is compiled.
@@ -209,15 +258,33 @@ pub(crate) struct Scan {
     /// The names of `(register-tool "name" ...)` forms, so the host can bind them before the
     /// program runs and the program can call the tools it registers.
     pub tool_names: Vec<String>,
+    /// The byte offset where brackets first nest deeper than [`MAX_SOURCE_DEPTH`]: steel's
+    /// parser and compiler recurse per level and would overflow the stack.
+    pub too_deep_at: Option<usize>,
 }
+
+/// How deeply brackets may nest in a program. Real code stays far below; steel's recursive parser
+/// and compiler overflow a thread's stack a few thousand levels down.
+pub(crate) const MAX_SOURCE_DEPTH: usize = 256;
 
 /// Reads a program's tokens (without compiling it).
 pub(crate) fn scan(source: &str) -> Scan {
     let mut found = Scan::default();
     // The last two tokens: an open paren, then `register-tool`.
     let (mut open, mut register) = (false, false);
+    let mut depth = 0usize;
     for token in TokenStream::new(source, false, None) {
         let Ok(token) = token else { continue };
+        match token.ty {
+            TokenType::OpenParen(..) => {
+                depth += 1;
+                if depth > MAX_SOURCE_DEPTH && found.too_deep_at.is_none() {
+                    found.too_deep_at = Some(token.span.start as usize);
+                }
+            }
+            TokenType::CloseParen(..) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
         let name = match &token.ty {
             TokenType::Require => Some("require"),
             TokenType::Identifier(name) => Some(name.resolve()),
@@ -239,7 +306,23 @@ pub(crate) fn scan(source: &str) -> Scan {
 pub(crate) const REQUIRE_REFUSED: &str = "`require` is not available to tool scripts: the host loads \
      tool files itself (put shared helpers in a file of a tool folder; files load in name order)";
 
-/// Runs a program.
+/// Runs a program. A panic inside steel becomes an error: no script may take the host down.
 pub(crate) fn run(engine: &mut Engine, source: String) -> steel::rvals::Result<Vec<SteelVal>> {
-    engine.compile_and_run_raw_program(source)
+    catch_panic(|| engine.compile_and_run_raw_program(source))
+}
+
+/// Calls a Scheme procedure, turning a panic inside steel into an error.
+pub(crate) fn call(engine: &mut Engine, procedure: SteelVal, args: Vec<SteelVal>) -> steel::rvals::Result<SteelVal> {
+    catch_panic(|| engine.call_function_with_args(procedure, args))
+}
+
+fn catch_panic<T>(f: impl FnOnce() -> steel::rvals::Result<T>) -> steel::rvals::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown cause".to_string());
+        Err(SteelErr::new(ErrorKind::Generic, format!("the interpreter failed ({what})")))
+    })
 }

@@ -84,15 +84,35 @@ impl Shared {
     }
 }
 
-/// A tool file that failed to load: which file, where, and why. The other files still load.
+/// A tool file or script that failed: which file, where, and why. (A failed tool file does not
+/// stop the others from loading.)
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadError {
     /// The file's path as given.
     pub file: String,
-    /// The 1-based line the error points at, when steel gives a position.
+    /// The 1-based line the error points at, when it can be told.
     pub line: Option<usize>,
     /// What went wrong.
     pub message: String,
+    /// The run was stopped by its time limit.
+    pub timed_out: bool,
+}
+
+impl LoadError {
+    fn new(file: &str, line: Option<usize>, message: String) -> Self {
+        LoadError { file: file.to_string(), line, message, timed_out: false }
+    }
+}
+
+/// Stops the Scheme code a [`Host`] is running; see [`Host::interrupter`].
+#[derive(Clone)]
+pub struct Interrupter(steel::steel_vm::ThreadStateController);
+
+impl Interrupter {
+    /// Interrupts the running evaluation at its next instruction.
+    pub fn interrupt(&self) {
+        self.0.interrupt();
+    }
 }
 
 impl std::fmt::Display for LoadError {
@@ -122,6 +142,7 @@ pub struct HostBuilder {
     guard: Guard,
     extra: Vec<Primitive>,
     trusted_scripts: bool,
+    display_to_stderr: bool,
 }
 
 impl HostBuilder {
@@ -138,6 +159,7 @@ impl HostBuilder {
             guard: Guard::default(),
             extra: Vec::new(),
             trusted_scripts: false,
+            display_to_stderr: false,
         }
     }
 
@@ -190,6 +212,13 @@ impl HostBuilder {
         self
     }
 
+    /// Sends what scripts print with `display`/`displayln` to standard error instead of standard
+    /// output, for programs whose standard output carries an answer (`toolhost call`, an MCP server).
+    pub fn display_to_stderr(mut self, on: bool) -> Self {
+        self.display_to_stderr = on;
+        self
+    }
+
     /// Builds the engine, registers and binds the tools, and loads the prelude and tool files.
     /// Tool files that fail are reported by [`Host::load_errors`], not here.
     ///
@@ -205,7 +234,8 @@ impl HostBuilder {
         for tool in self.extra {
             registry.register(tool)?;
         }
-        let mut engine = engine::new_engine(self.trusted_scripts);
+        let mut engine = engine::new_engine(self.trusted_scripts, self.display_to_stderr)
+            .map_err(|message| Error::new(ErrorKind::Script, message))?;
         let mut scheme_names: HashSet<String> =
             engine.globals().iter().map(|name| name.resolve().to_string()).collect();
         scheme_names.extend(prelude_names());
@@ -307,10 +337,45 @@ impl Host {
     /// # Errors
     /// [`ErrorKind::Script`] with steel's message when it does not compile or fails.
     pub fn eval(&mut self, source: &str) -> Result<SteelVal> {
-        let values = self.run_source(source, "<eval>", None, false);
+        self.eval_within(source, None)
+    }
+
+    /// [`Host::eval`] stopped after `limit` (a `timeout` error), when one is given.
+    ///
+    /// # Errors
+    /// As [`Host::eval`], and [`ErrorKind::Timeout`].
+    pub fn eval_within(&mut self, source: &str, limit: Option<Duration>) -> Result<SteelVal> {
+        self.run_file_text("<eval>", source, limit).map_err(|e| {
+            let kind = if e.timed_out { ErrorKind::Timeout } else { ErrorKind::Script };
+            Error::new(kind, e.message)
+        })
+    }
+
+    /// Runs a script file in the host (`toolhost run`), stopped after `limit` when one is given.
+    ///
+    /// # Errors
+    /// A [`LoadError`] with the file, line and message.
+    pub fn run_file(&mut self, path: &Path, limit: Option<Duration>) -> std::result::Result<SteelVal, LoadError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| LoadError::new(&name, None, e.to_string()))?;
+        self.run_file_text(&name, &text, limit)
+    }
+
+    fn run_file_text(
+        &mut self,
+        name: &str,
+        text: &str,
+        limit: Option<Duration>,
+    ) -> std::result::Result<SteelVal, LoadError> {
+        let values = self.run_source(text, name, limit, false);
         self.bind_pending();
-        let values = values.map_err(|e| Error::new(ErrorKind::Script, e.message))?;
-        Ok(values.into_iter().last().unwrap_or(SteelVal::Void))
+        Ok(values?.into_iter().last().unwrap_or(SteelVal::Void))
+    }
+
+    /// A handle that stops whatever Scheme code this host is running, from another thread (the
+    /// REPL's Ctrl-C). The interrupted evaluation fails; the next one runs normally.
+    pub fn interrupter(&self) -> Interrupter {
+        Interrupter(self.engine.get_thread_state_controller())
     }
 
     /// Evaluates Scheme source and renders the result as the REPL and `toolhost eval` print it:
@@ -346,11 +411,7 @@ impl Host {
     /// A [`LoadError`] with the file, line and message.
     pub fn load_file(&mut self, path: &Path) -> std::result::Result<(), LoadError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| LoadError {
-            file: name.clone(),
-            line: None,
-            message: e.to_string(),
-        })?;
+        let text = std::fs::read_to_string(path).map_err(|e| LoadError::new(&name, None, e.to_string()))?;
         self.load_source(&name, &text)
     }
 
@@ -380,27 +441,56 @@ impl Host {
         limit: Option<Duration>,
         ours: bool,
     ) -> std::result::Result<Vec<SteelVal>, LoadError> {
-        let failure = |line: Option<usize>, message: String| LoadError { file: name.to_string(), line, message };
+        let failure = |line: Option<usize>, message: String| LoadError::new(name, line, message);
         let scan = engine::scan(source);
         if let (false, false, Some(offset)) = (ours, self.trusted_scripts, scan.require_at) {
             return Err(failure(line_of(source, offset), engine::REQUIRE_REFUSED.to_string()));
         }
+        if let Some(offset) = scan.too_deep_at {
+            let message = format!("brackets nest deeper than {} levels", engine::MAX_SOURCE_DEPTH);
+            return Err(failure(line_of(source, offset), message));
+        }
         self.prebind(&scan.tool_names);
+        self.shared.take_tool_error();
+        // Clears an interrupt that arrived while nothing ran (a late Ctrl-C).
+        self.engine.get_thread_state_controller().resume();
         let armed = limit.map(|l| self.watchdog.arm(l));
         let result = engine::run(&mut self.engine, source.to_string());
         let fired = armed.is_some_and(|a| self.watchdog.disarm(a));
+        let tool_error = self.shared.take_tool_error();
         result.map_err(|e| {
             if fired {
                 let secs = limit.unwrap_or_default().as_secs_f64();
-                return failure(None, format!("stopped after {secs} s: the time limit passed"));
+                let mut stopped = failure(None, format!("stopped after {secs} s: the time limit passed"));
+                stopped.timed_out = true;
+                return stopped;
             }
-            // A span points into this source only when steel stored this very text under its id.
-            let line = e.span().and_then(|span| {
-                let id = span.source_id()?;
-                let stored = self.engine.get_source(&id)?;
-                (stored.as_ref().as_ref() == source).then(|| line_of(source, span.start() as usize)).flatten()
+            let line = self.error_line(&e, source).or_else(|| {
+                // An error raised by a tool (register-tool's checks among them) has no span: point
+                // at the first mention of the tool it names.
+                let tool = tool_error.as_ref()?.tool()?;
+                let at = source.find(&format!("\"{tool}\"")).or_else(|| source.find(&format!("({tool}")))?;
+                line_of(source, at)
             });
             failure(line, steel_message(&e))
+        })
+    }
+
+    /// The line of `source` an error points at: its own span, or else the innermost call in its
+    /// stack trace that lies in `source`. A span counts only when steel stored this very text under
+    /// its source id.
+    fn error_line(&self, e: &SteelErr, source: &str) -> Option<usize> {
+        let in_source = |span: &steel::parser::span::Span| {
+            let id = span.source_id()?;
+            let stored = self.engine.get_source(&id)?;
+            if stored.as_ref().as_ref() == source {
+                line_of(source, span.start() as usize)
+            } else {
+                None
+            }
+        };
+        e.span().and_then(|span| in_source(&span)).or_else(|| {
+            e.stack_trace().as_ref()?.trace().iter().rev().find_map(|frame| frame.span().as_ref().and_then(in_source))
         })
     }
 
@@ -452,7 +542,7 @@ impl Host {
         let limit = self.shared.ctx.limits.scheme_call;
         self.shared.take_tool_error();
         let armed = self.watchdog.arm(limit);
-        let result = self.engine.call_function_with_args(proc, args);
+        let result = engine::call(&mut self.engine, proc, args);
         let fired = self.watchdog.disarm(armed);
         self.bind_pending();
         let inner = self.shared.take_tool_error();
@@ -494,8 +584,9 @@ fn line_of(text: &str, offset: usize) -> Option<usize> {
 pub(crate) fn steel_message(e: &SteelErr) -> String {
     let text = e.to_string();
     let generic = format!("Error: {:?}: ", SteelErrorKind::Generic);
+    // steel's `error` puts a space before its message.
     match text.strip_prefix(&generic) {
-        Some(rest) => rest.to_string(),
+        Some(rest) => rest.trim_start().to_string(),
         None => text.strip_prefix("Error: ").unwrap_or(&text).to_string(),
     }
 }

@@ -85,7 +85,7 @@ pub use call::{CallOptions, CallOutcome};
 pub use context::{Limits, ToolCtx};
 pub use error::{Error, ErrorKind, Result};
 pub use guard::Guard;
-pub use host::{Host, HostBuilder, LoadError};
+pub use host::{Host, HostBuilder, Interrupter, LoadError};
 pub use param::{Param, ParamType, Signature, Skipped};
 pub use registry::{Annotations, Handler, Primitive, Registry};
 pub use typed::Tool;

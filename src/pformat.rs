@@ -529,16 +529,7 @@ fn lookup<'r>(name: &str, registry: &'r Registry) -> Result<&'r std::sync::Arc<P
     if name.is_empty() {
         return Err(bad(None, format!("the call has no tool name. {GENERIC_FORM}")));
     }
-    registry.get_by_provider_name(name).ok_or_else(|| {
-        let mut names: Vec<&str> = registry.iter().map(|p| p.name()).collect();
-        names.sort_unstable();
-        let shown = if names.len() > 60 {
-            format!("{} and {} more", names[..60].join(", "), names.len() - 60)
-        } else {
-            names.join(", ")
-        };
-        Error::new(ErrorKind::UnknownTool, format!("there is no tool called \"{}\"; the tools are {shown}", clip(name)))
-    })
+    registry.get_by_provider_name(name).ok_or_else(|| registry.unknown_tool_error(name))
 }
 
 fn bad(tool: Option<&str>, message: String) -> Error {
@@ -569,12 +560,9 @@ fn refuse(sig: &Signature, problem: String) -> Error {
     )
 }
 
-/// At most 80 characters of model text, for quoting it in a message.
+/// At most 80 bytes of model text, for quoting it in a message.
 fn clip(text: &str) -> String {
-    match text.char_indices().nth(80) {
-        Some((i, _)) => format!("{}...", &text[..i]),
-        None => text.to_string(),
-    }
+    crate::value::clip(text.to_string())
 }
 
 /// The last 30 characters of a value read so far, to point at a bad escape.

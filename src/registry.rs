@@ -139,6 +139,21 @@ impl Registry {
         }
     }
 
+    /// The `unknown_tool` error for `name`, listing the tools there are so the model can pick one.
+    pub fn unknown_tool_error(&self, name: &str) -> Error {
+        const SHOWN: usize = 60;
+        let mut names: Vec<&str> = self.tools.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        let listing = if names.len() > SHOWN {
+            format!("{} and {} more", names[..SHOWN].join(", "), names.len() - SHOWN)
+        } else {
+            names.join(", ")
+        };
+        let name = crate::value::clip(name.to_string());
+        Error::new(ErrorKind::UnknownTool, format!("there is no tool called \"{name}\"; the tools are {listing}"))
+            .with_tool(name)
+    }
+
     /// Every tool, in registration order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Primitive>> {
         self.tools.values()

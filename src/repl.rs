@@ -203,6 +203,11 @@ pub fn run(mut host: Host) -> i32 {
     if let Some(path) = &history {
         let _ = editor.load_history(path);
     }
+    // Ctrl-C while an evaluation runs stops it (at the prompt, the line editor handles it).
+    let interrupter = host.interrupter();
+    if let Err(e) = ctrlc::set_handler(move || interrupter.interrupt()) {
+        eprintln!("toolhost: Ctrl-C will not interrupt evaluations: {e}");
+    }
     println!("toolhost REPL: {} tools. :help for help, :quit to leave.", host.registry().len());
     let mut pending = String::new();
     loop {

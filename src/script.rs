@@ -43,18 +43,6 @@ fn list(v: &SteelVal) -> Option<Vec<SteelVal>> {
     }
 }
 
-fn is_procedure(v: &SteelVal) -> bool {
-    matches!(
-        v,
-        SteelVal::Closure(_)
-            | SteelVal::FuncV(_)
-            | SteelVal::BoxedFunction(_)
-            | SteelVal::MutFunc(_)
-            | SteelVal::BuiltIn(_)
-            | SteelVal::ContinuationFunction(_)
-    )
-}
-
 /// `(%register-tool name description params proc)`: registers a Scheme tool and returns its name.
 fn register_tool(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
     let invalid = |m: String| Error::new(ErrorKind::InvalidDefinition, format!("register-tool: {m}"));
@@ -72,7 +60,7 @@ fn register_tool(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
             value::describe_scheme(description)
         )));
     };
-    if !is_procedure(proc) {
+    if !value::is_procedure(proc) {
         return Err(invalid(format!(
             "\"{name}\": the last argument must be a procedure, got {}",
             value::describe_scheme(proc)
@@ -172,19 +160,19 @@ fn tool_enter(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
     Ok(SteelVal::ListV(values.into_iter().collect()))
 }
 
-/// `(%fill-optionals name args)`: the arguments with every absent trailing optional parameter
-/// given its type's empty value, so a `define-tool` body can name every parameter.
+/// `(%fill-optionals name args)`: the arguments as a `define-tool` body binds them: every absent
+/// trailing optional parameter given its type's empty value, and a rest parameter's arguments
+/// gathered into one list.
 fn fill_optionals(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
     let (tool, mut given) = tool_and_args(shared, a)?;
     let sig = &tool.signature;
     if sig.rest.is_some() {
+        let rest = given.split_off(sig.params.len().min(given.len()));
+        given.push(SteelVal::ListV(rest.into_iter().collect()));
         return Ok(SteelVal::ListV(given.into_iter().collect()));
     }
     for param in sig.params.iter().skip(given.len()) {
-        given.push(match sig.skipped {
-            Skipped::TypedEmpty => value::empty_value(param.ty),
-            Skipped::Void => SteelVal::Void,
-        });
+        given.push(args::skipped_value(sig, param));
     }
     Ok(SteelVal::ListV(given.into_iter().collect()))
 }

@@ -223,7 +223,8 @@ fn float_json(f: f64) -> Result<Value, NotJson> {
 
 const DESCRIBE_LIMIT: usize = 80;
 
-fn clip(mut text: String) -> String {
+/// Cuts `text` to about 80 bytes (at a character boundary) with `...`, for quoting in messages.
+pub(crate) fn clip(mut text: String) -> String {
     if text.len() > DESCRIBE_LIMIT {
         let mut cut = DESCRIBE_LIMIT;
         while !text.is_char_boundary(cut) {
@@ -281,14 +282,22 @@ fn render_scheme(value: &SteelVal, out: &mut String, depth: usize) {
         SteelVal::VectorV(_) | SteelVal::MutableVector(_) => out.push_str("a vector"),
         SteelVal::HashMapV(_) => out.push_str("a hash map"),
         SteelVal::HashSetV(_) => out.push_str("a hash set"),
-        SteelVal::Closure(_)
-        | SteelVal::FuncV(_)
-        | SteelVal::BoxedFunction(_)
-        | SteelVal::MutFunc(_)
-        | SteelVal::BuiltIn(_)
-        | SteelVal::ContinuationFunction(_) => out.push_str("a procedure"),
+        v if is_procedure(v) => out.push_str("a procedure"),
         other => out.push_str(&format!("a {}", type_name(other))),
     }
+}
+
+/// Whether a value can be called.
+pub(crate) fn is_procedure(value: &SteelVal) -> bool {
+    matches!(
+        value,
+        SteelVal::Closure(_)
+            | SteelVal::FuncV(_)
+            | SteelVal::BoxedFunction(_)
+            | SteelVal::MutFunc(_)
+            | SteelVal::BuiltIn(_)
+            | SteelVal::ContinuationFunction(_)
+    )
 }
 
 fn type_name(value: &SteelVal) -> &'static str {

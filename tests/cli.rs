@@ -138,3 +138,26 @@ fn pformat_parse_reads_tags_from_stdin_and_tools_prints_the_pformat_catalogue() 
     assert!(catalogue.contains("fs-read[0|<path>|1|<start>|2|<count>]"), "{catalogue}");
     assert!(catalogue.contains("<tool_call>"), "the instructions come with it");
 }
+
+#[test]
+fn call_output_stays_one_json_object_when_a_tool_prints() {
+    let dir = workspace(&[(
+        ".toolhost/tools/noisy.scm",
+        "(define-tool (noisy (x string \"X\")) \"Prints.\" (displayln \"debug:\" x) x)\n",
+    )]);
+    let out = toolhost(dir.path(), &["call", "noisy", r#"{"x":"hi"}"#], None);
+    let value: Value = serde_json::from_str(&stdout(&out)).expect("stdout is exactly one JSON object");
+    assert_eq!(value["result"], json!("hi"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("debug: hi"));
+}
+
+#[test]
+fn run_reports_the_failing_line_and_eval_honours_its_timeout() {
+    let dir = workspace(&[("bad.scm", "(define x 1)\n(car '())\n")]);
+    let out = toolhost(dir.path(), &["run", "bad.scm"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.scm:2: "), "{}", String::from_utf8_lossy(&out.stderr));
+    let spin = toolhost(dir.path(), &["eval", "--timeout-s", "0.3", "(define (spin) (spin)) (spin)"], None);
+    assert_eq!(spin.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&spin.stderr).contains("time limit"), "{}", String::from_utf8_lossy(&spin.stderr));
+}

@@ -127,6 +127,11 @@ fn scripts_cannot_reach_files_processes_or_the_network_except_through_tools() {
         "(spawn-native-thread (lambda () 1))".to_string(),
         "(Engine::new)".to_string(),
         "(read-to-string)".to_string(),
+        // The compiler's expander would run the module loader on a require built at run time.
+        format!("(#%expand (list (string->symbol \"require\") \"{secret}\"))"),
+        "(eval-string \"(+ 1 2)\")".to_string(),
+        "(channels/new)".to_string(),
+        "(mutex)".to_string(),
         "(read-line-from-port (stdin))".to_string(),
         format!("(require \"{secret}\")"),
     ] {
@@ -193,4 +198,81 @@ fn file_lines_reads_a_whole_file_page_by_page_without_numbers() {
     assert_eq!(host.eval_to_string(r#"(list-ref (file-lines "long.txt") 4499)"#).unwrap(), "row 4500");
     assert_eq!(host.eval_to_string(r#"(length (file-lines "empty.txt"))"#).unwrap(), "0");
     assert!(host.eval(r#"(file-lines "../outside")"#).is_err());
+}
+
+#[test]
+fn scripts_that_would_crash_the_interpreter_get_errors_and_the_host_survives() {
+    let dir = workspace(&[]);
+    let mut host = host(&dir);
+    // steel's own JSON module panics on NaN; toolhost's replacement answers with an error.
+    let err = host.eval("(value->jsexpr-string (/ 0.0 0.0))").unwrap_err();
+    assert!(err.message().contains("NaN"), "{err}");
+    assert_eq!(host.eval_to_string(r#"(hash-ref (string->jsexpr "{\"a\": [1, 2]}") "a")"#).unwrap(), "[1,2]");
+    // Overflow panics inside steel in debug builds; either way the host answers.
+    let _ = host.eval("(abs -9223372036854775808)");
+    let deep = format!("(define x {}1{})", "(list ".repeat(5000), ")".repeat(5000));
+    let err = host.eval(&deep).unwrap_err();
+    assert!(err.message().contains("nest deeper than 256"), "{err}");
+    assert_eq!(host.eval_to_string("(+ 1 2)").unwrap(), "3");
+}
+
+#[test]
+fn a_deeply_nested_tool_file_is_refused_without_taking_the_other_tools_down() {
+    let deep = format!("(define x {}1{})\n", "(list ".repeat(10_000), ")".repeat(10_000));
+    let dir = workspace(&[
+        (".toolhost/tools/deep.scm", &deep),
+        (".toolhost/tools/fine.scm", "(define-tool (fine) \"F.\" 1)"),
+    ]);
+    let mut host = HostBuilder::new(dir.path()).build().unwrap();
+    assert_eq!(host.load_errors().len(), 1);
+    assert!(
+        host.load_errors()[0].to_string().contains("deep.scm:1: brackets nest deeper"),
+        "{}",
+        host.load_errors()[0]
+    );
+    assert_eq!(host.call("fine", json!({})).result.unwrap(), json!(1));
+}
+
+#[test]
+fn an_evaluation_with_a_limit_stops_a_runaway_tool_called_from_scheme() {
+    let dir = workspace(&[(
+        ".toolhost/tools/spin.scm",
+        "(define (spin) (spin))\n(define-tool (spinner) \"Spins.\" (spin))\n",
+    )]);
+    let mut host = host(&dir);
+    let err = host.eval_within("(spinner)", Some(Duration::from_millis(300))).unwrap_err();
+    assert_eq!(err.kind(), toolhost::ErrorKind::Timeout);
+    assert_eq!(host.eval_to_string("(+ 1 2)").unwrap(), "3");
+    // An interrupt that arrives while nothing runs does not spoil the next evaluation.
+    host.interrupter().interrupt();
+    assert_eq!(host.eval_to_string("(+ 2 2)").unwrap(), "4");
+}
+
+#[test]
+fn define_tool_binds_a_rest_parameter_as_a_list() {
+    let dir = workspace(&[(
+        ".toolhost/tools/cat.scm",
+        "(define-tool (cat (first string \"First\") (more string \"More\" rest)) \"Join.\" (string-join (cons first more) \"+\"))\n",
+    )]);
+    let mut host = host(&dir);
+    assert_eq!(host.eval_to_string(r#"(cat "a" "b" "c")"#).unwrap(), "a+b+c");
+    assert_eq!(host.eval_to_string(r#"(cat "a")"#).unwrap(), "a");
+    assert_eq!(host.call("cat", json!({"first": "x", "more": ["y", "z"]})).result.unwrap(), json!("x+y+z"));
+    assert_eq!(host.call("cat", json!({"first": "x"})).result.unwrap(), json!("x"));
+}
+
+#[test]
+fn errors_without_a_position_still_name_their_line() {
+    let dir = workspace(&[
+        (
+            ".toolhost/tools/a.scm",
+            "(define ok 1)\n\n(register-tool \"bad-type\" \"x\" '((x int \"x\")) (lambda (x) x))\n",
+        ),
+        (".toolhost/tools/b.scm", "(define ok2 1)\n(error \"boom\")\n"),
+    ]);
+    let host = HostBuilder::new(dir.path()).build().unwrap();
+    let errors: Vec<String> = host.load_errors().iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors[0].contains("a.scm:3: ") && errors[0].contains("unknown type \"int\""), "{errors:?}");
+    assert!(errors[1].ends_with("b.scm:2: boom"), "{errors:?}");
 }

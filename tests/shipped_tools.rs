@@ -78,3 +78,22 @@ fn git_diff_and_git_log_show_the_repository_state() {
     let log = ok_text(&host.call("git-log", json!({"count": 1})));
     assert!(log.contains("t: first commit"), "{log}");
 }
+
+#[test]
+fn shipped_tools_refuse_wrong_calls_instead_of_answering_nothing() {
+    let dir =
+        workspace(&[("src/lib.rs", SOURCE), ("src/we[ir]d.rs", "fn odd() {}\n"), ("other/lib.rs", "fn other() {}\n")]);
+    let mut host = host(&dir);
+    assert_eq!(err_of(&host.call("file-outline", json!({"path": "../../etc/passwd"}))).0, "denied");
+    assert_eq!(err_of(&host.call("file-outline", json!({"path": "missing.rs"}))).0, "tool_failed");
+    let odd = ok_text(&host.call("file-outline", json!({"path": "src/we[ir]d.rs"})));
+    assert_eq!(odd, "src/we[ir]d.rs:1:fn odd() {}\n");
+    let only = ok_text(&host.call("file-outline", json!({"path": "./src/lib.rs"})));
+    assert!(only.lines().all(|l| l.starts_with("src/lib.rs:")), "{only}");
+    assert_eq!(err_of(&host.call("read-around", json!({"path": "a.txt", "line": 5, "context": -3}))).0, "tool_failed");
+    // Not a git repository: git's failure is the model's answer, not a success.
+    let (kind, message) = err_of(&host.call("git-log", json!({})));
+    assert_eq!(kind, "tool_failed");
+    assert!(message.contains("git failed") && message.to_lowercase().contains("not a git repository"), "{message}");
+    assert_eq!(err_of(&host.call("git-log", json!({"count": -1}))).0, "tool_failed");
+}

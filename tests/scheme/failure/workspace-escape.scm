@@ -1,2 +1,2 @@
-;; error: is outside the workspace
-(fs-write "/tmp/../tmp/toolhost-escape.txt" "x")
+;; error: leaves the workspace
+(fs-read "../a.txt")
