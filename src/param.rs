@@ -248,11 +248,12 @@ impl Signature {
             return invalid("a tool name must not be empty".into());
         }
         if provider_name(&self.name).is_none() {
-            return invalid(format!(
+            let message = format!(
                 "tool \"{}\": the name cannot be sent to model providers; use letters, digits, \
                  '_', '-' and '.', at most {MAX_PROVIDER_NAME_LEN} characters once '.' is written '__'",
                 self.name
-            ));
+            );
+            return Err(Error::new(ErrorKind::InvalidDefinition, message).with_tool(&self.name));
         }
         if let Some(rest) = &self.rest {
             if let Some(opt) = self.params.iter().find(|p| p.optional) {

@@ -180,6 +180,12 @@ impl Validator for ReplHelper {}
 
 impl Helper for ReplHelper {}
 
+fn completion_words(host: &Host) -> Vec<String> {
+    let mut words: Vec<String> = host.registry().iter().map(|t| t.name().to_string()).collect();
+    words.extend([":tools", ":help", ":call", ":quit"].map(String::from));
+    words
+}
+
 fn history_path() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("TOOLHOST_HISTORY") {
         return Some(PathBuf::from(path));
@@ -196,9 +202,7 @@ pub fn run(mut host: Host) -> i32 {
             return 1;
         }
     };
-    let mut words: Vec<String> = host.registry().iter().map(|t| t.name().to_string()).collect();
-    words.extend([":tools", ":help", ":call", ":quit"].map(String::from));
-    editor.set_helper(Some(ReplHelper { words }));
+    editor.set_helper(Some(ReplHelper { words: completion_words(&host) }));
     let history = history_path();
     if let Some(path) = &history {
         let _ = editor.load_history(path);
@@ -225,7 +229,12 @@ pub fn run(mut host: Host) -> i32 {
                 if !input.trim().is_empty() {
                     let _ = editor.add_history_entry(input.as_str());
                 }
-                match respond(&mut host, &input) {
+                let answer = respond(&mut host, &input);
+                // The input may have registered tools: complete their names too.
+                if let Some(helper) = editor.helper_mut() {
+                    helper.words = completion_words(&host);
+                }
+                match answer {
                     None => break,
                     Some(out) if out.is_empty() => {}
                     Some(out) => println!("{out}"),
