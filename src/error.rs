@@ -6,7 +6,7 @@ use std::fmt;
 
 /// What went wrong, as a stable name a model (and a log reader) can branch on.
 ///
-/// The first eight kinds are the tool-call kinds of the design (section 3); their
+/// The tool-call kinds of the design (section 3) are the first eight and `crashed`; their
 /// [`as_str`](ErrorKind::as_str) names are part of the wire format of `toolhost call`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -31,6 +31,10 @@ pub enum ErrorKind {
     InvalidDefinition,
     /// A Scheme program or tool file failed to compile or run.
     Script,
+    /// A config file is unreadable or invalid, or a flag names something that does not exist.
+    Config,
+    /// The isolated worker running the call died during it.
+    Crashed,
 }
 
 impl ErrorKind {
@@ -51,7 +55,49 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::InvalidDefinition => "invalid_definition",
             ErrorKind::Script => "script_error",
+            ErrorKind::Config => "config_error",
+            ErrorKind::Crashed => "crashed",
         }
+    }
+
+    /// Every kind, for reading a kind back from its name.
+    pub const ALL: [ErrorKind; 12] = [
+        ErrorKind::UnknownTool,
+        ErrorKind::UnknownArgument,
+        ErrorKind::MissingArgument,
+        ErrorKind::WrongType,
+        ErrorKind::BadArguments,
+        ErrorKind::Denied,
+        ErrorKind::ToolFailed,
+        ErrorKind::Timeout,
+        ErrorKind::InvalidDefinition,
+        ErrorKind::Script,
+        ErrorKind::Config,
+        ErrorKind::Crashed,
+    ];
+
+    /// The kind called `name` (see [`ErrorKind::as_str`]).
+    ///
+    /// ```
+    /// use toolhost::ErrorKind;
+    /// assert_eq!(ErrorKind::from_name("denied"), Some(ErrorKind::Denied));
+    /// assert_eq!(ErrorKind::from_name("nope"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+impl serde::Serialize for ErrorKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ErrorKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        ErrorKind::from_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown error kind {name:?}")))
     }
 }
 
@@ -61,24 +107,53 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// An error with its kind, a complete human- and model-readable message, and the tool and parameter
-/// it concerns when there is one.
+/// An error with its kind, a complete human- and model-readable message, the tool and parameter it
+/// concerns when there is one, and the file and line it points at (a tool file that failed to load,
+/// a bad config key).
 ///
 /// The message is complete on its own (it already names the tool where that helps), so it can be
-/// shown as is; the structured fields are for code that wants to branch or log.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{message}")]
+/// shown to a model as is; `Display` puts `file:line: ` in front when there is a location. The
+/// structured fields are for code that wants to branch or log.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     parameter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    line: Option<usize>,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => write!(f, "{file}:{line}: {}", self.message),
+            (Some(file), None) => write!(f, "{file}: {}", self.message),
+            _ => f.write_str(&self.message),
+        }
+    }
 }
 
 impl Error {
     /// An error of `kind` with `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), tool: None, parameter: None }
+        Error { kind, message: message.into(), tool: None, parameter: None, file: None, line: None }
+    }
+
+    /// A bad config file or flag.
+    pub fn config(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Config, message)
+    }
+
+    /// Records the file (and the 1-based line, when known) the error points at.
+    pub fn at(mut self, file: impl Into<String>, line: Option<usize>) -> Self {
+        self.file = Some(file.into());
+        self.line = line;
+        self
     }
 
     /// A failure inside a tool's own work (a missing file, a command that could not start, ...).
@@ -121,6 +196,16 @@ impl Error {
     /// The parameter the error concerns, if any.
     pub fn parameter(&self) -> Option<&str> {
         self.parameter.as_deref()
+    }
+
+    /// The file the error points at, if any.
+    pub fn file(&self) -> Option<&str> {
+        self.file.as_deref()
+    }
+
+    /// The 1-based line of [`Error::file`] the error points at, when it can be told.
+    pub fn line(&self) -> Option<usize> {
+        self.line
     }
 
     /// Prefixes the message with `tool: ` unless it already starts that way, and records the tool.
