@@ -3,6 +3,14 @@
 ;;; `register-tool` is the stable interface tool files depend on:
 ;;;   (register-tool "name" "description" '((param type "description" [optional]) ...) procedure)
 ;;; `define-tool` is the same with less ceremony, and binds the tool as a procedure at once.
+;;;
+;;; Besides the tools, scripts get some tools' data as values (defined in Rust, each checked and
+;;; guarded as the tool it reads through):
+;;;   (file-lines path [start] [count])  the file's lines, a list of strings (as fs-read)
+;;;   (shell-run cmd [timeout-s])        a hash: "exit-code" (#f if a signal ended it), "stdout", "stderr"
+;;;                                      (as shell-exec)
+;;;   (grep-matches pattern [glob])      a hash: "matches", a list of hashes with "path" "line" "text",
+;;;                                      and "total" (as index-grep)
 
 ;; Scheme tools' procedures, by name. The host calls them from here for JSON calls.
 (define %toolhost-procs (hash))
@@ -64,19 +72,3 @@
 ;; Quotes a string for `sh`, so it reaches a command as one word whatever it holds.
 (define (shell-quote text)
   (string-append "'" (string-replace text "'" "'\\''") "'"))
-
-;; The lines of a text file, without their numbers, read page by page through fs-read (so the
-;; workspace boundary and the guard apply as for any tool call). Lines longer than 2,000 characters
-;; arrive cut, as fs-read shows them.
-(define (file-lines path)
-  (define (next-start row)
-    (string->number (trim (cadr (split-once row "next start ")))))
-  (define (page start acc)
-    (let* ([rows (string-lines (fs-read path start 2000))]
-           [next (foldl (lambda (row found) (if (starts-with? row "... ") (next-start row) found)) #f rows)]
-           [lines (foldl (lambda (row kept)
-                           (if (string-contains? row "\t") (cons (cadr (split-once row "\t")) kept) kept))
-                         acc
-                         rows)])
-      (if next (page next lines) (reverse lines))))
-  (page 1 '()))

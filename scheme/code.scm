@@ -28,12 +28,20 @@
   (when (starts-with? path "/")
     (tool-error "give the path relative to the workspace root, e.g. src/main.rs"))
   (let* ([relative (if (starts-with? path "./") (substring path 2 (string-length path)) path)]
-         [found (index-grep
+         [found (grep-matches
                   "^\\s*(pub(\\([^)]*\\))?\\s+)?(async\\s+)?(export\\s+)?(default\\s+)?(fn|struct|enum|trait|impl|mod|type|const|static|def|class|function|interface|func|\\(define(-tool|-syntax)?)\\b"
-                  (exact-path-glob relative))])
-    (if (equal? found "no matches\n")
+                  (exact-path-glob relative))]
+         [matches (hash-ref found "matches")]
+         [more (- (hash-ref found "total") (length matches))])
+    (if (null? matches)
         (string-append "no definitions found in " relative "\n")
-        found)))
+        (string-append
+          (apply string-append
+                 (map (lambda (m)
+                        (string-append (hash-ref m "path") ":" (number->string (hash-ref m "line")) ":"
+                                       (hash-ref m "text") "\n"))
+                      matches))
+          (if (> more 0) (string-append "... " (number->string more) " more definitions not shown\n") "")))))
 
 (define-tool (find-todos (glob string "Only search files matching this glob (e.g. *.rs); every file when left out or empty" optional))
   "Find TODO, FIXME, XXX and HACK comments in the workspace, as path:line:text lines."

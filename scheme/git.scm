@@ -1,11 +1,13 @@
-;;; Tools for looking at the workspace's git state, built on shell-exec.
+;;; Tools for looking at the workspace's git state, built on shell-run (shell-exec's value form).
 
-;; Runs a git command line; a failing git is an error the model sees, with git's own words.
+;; Runs a git command line and returns its output; a failing git is an error the model sees, with
+;; git's own words.
 (define (run-git command)
-  (let ([out (shell-exec command 60)])
-    (if (starts-with? out "exit code: 0\n")
-        out
-        (tool-error "git failed:\n" out))))
+  (let* ([run (shell-run command 60)]
+         [out (hash-ref run "stdout")])
+    (if (equal? (hash-ref run "exit-code") 0)
+        (if (equal? out "") "(no output)\n" out)
+        (tool-error "git failed (exit code " (hash-ref run "exit-code") "):\n" (hash-ref run "stderr") out))))
 
 (define-tool (git-diff (path string "Only this file or folder, relative to the workspace root; the whole work tree when left out or empty" optional)
                        (staged boolean "Show what is staged for the next commit instead of unstaged changes; unstaged when left out or false" optional))

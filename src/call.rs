@@ -1,35 +1,143 @@
 //! The JSON call path every caller that is not Scheme code uses (`toolhost call`, the REPL's
-//! `:call`, the agent loop, the MCP server): parse, tidy, look up, convert, guard, run, and turn the
-//! result into JSON. Every failure comes back as a [`CallOutcome`] with a stable error kind, never
-//! as a panic or a transport error.
+//! `:call`, the agent loop, the MCP server), and the record each call leaves. The path owns its
+//! steps: parse, look up, tidy, convert, guard, run (the host runs the tool), cap the result, and
+//! record it all in one [`CallRecord`]. Every failure comes back as a record with a stable error
+//! kind, never as a panic or a transport error.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use steel::rvals::SteelVal;
 
 use crate::args;
+use crate::bridge::Shared;
 use crate::error::{Error, ErrorKind, Result};
-use crate::host::{invoke_rust, Host};
-use crate::registry::Handler;
+use crate::guard::Decision;
+use crate::registry::Primitive;
 use crate::tidy;
 use crate::value;
 
 /// How a call arrives.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CallOptions {
     /// The call came from a strict-mode provider: top-level nulls are dropped before tidying.
+    #[serde(default)]
     pub strict: bool,
 }
 
-/// What a call produced, and the tidy notes made on the way.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CallOutcome {
-    /// The result as JSON, or the error.
-    pub result: Result<Value>,
-    /// One note for each change tidying made to the arguments.
-    pub notes: Vec<String>,
+/// One call as a model sent it. It is plain data, so it can cross threads (see
+/// [`crate::HostHandle`]) and processes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CallRequest {
+    /// The tool's name, real or as providers were sent it (`server__tool`).
+    pub tool: String,
+    /// The arguments as the model sent them: JSON text, an object or a string holding one. Empty
+    /// text means no arguments.
+    pub arguments: String,
+    /// How the call arrived.
+    #[serde(default)]
+    pub options: CallOptions,
 }
 
-impl CallOutcome {
+impl CallRequest {
+    /// A call of `tool` with `arguments` as JSON text.
+    pub fn new(tool: impl Into<String>, arguments: impl Into<String>) -> Self {
+        CallRequest { tool: tool.into(), arguments: arguments.into(), options: CallOptions::default() }
+    }
+}
+
+/// Everything one call did: what came in, what tidying made of it, what the guard decided, and the
+/// result or the error, with the time it took. Serializable (see [`CallRecord::to_record_json`]):
+/// the session log and `toolhost call --record` write it, replay reads it back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRecord {
+    /// The tool's name as the call gave it.
+    pub tool: String,
+    /// The arguments as received: the parsed JSON, or the text itself (a JSON string) when it did
+    /// not parse.
+    pub arguments: Value,
+    /// The arguments after tidying, when the call got that far.
+    pub tidied: Option<Value>,
+    /// One note for each change tidying made to the arguments.
+    pub notes: Vec<String>,
+    /// The guard's decision, when the call got that far.
+    pub decision: Option<Decision>,
+    /// The result as JSON, or the error.
+    pub result: Result<Value>,
+    /// How long the call took, from receipt to result.
+    pub elapsed: Duration,
+}
+
+/// The record as it is written: `result` or `error`, times in milliseconds.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RecordWire {
+    tool: String,
+    arguments: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tidied: Option<Value>,
+    #[serde(default)]
+    notes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    decision: Option<Decision>,
+    ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<Error>,
+    elapsed_ms: f64,
+}
+
+impl serde::Serialize for CallRecord {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        RecordWire {
+            tool: self.tool.clone(),
+            arguments: self.arguments.clone(),
+            tidied: self.tidied.clone(),
+            notes: self.notes.clone(),
+            decision: self.decision.clone(),
+            ok: self.result.is_ok(),
+            result: self.result.as_ref().ok().cloned(),
+            error: self.result.as_ref().err().cloned(),
+            elapsed_ms: self.elapsed.as_secs_f64() * 1000.0,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CallRecord {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let wire = RecordWire::deserialize(d)?;
+        let result = match (wire.ok, wire.error) {
+            (true, _) => Ok(wire.result.unwrap_or(Value::Null)),
+            (false, Some(error)) => Err(error),
+            (false, None) => return Err(serde::de::Error::custom("a failed call record has no \"error\"")),
+        };
+        Ok(CallRecord {
+            tool: wire.tool,
+            arguments: wire.arguments,
+            tidied: wire.tidied,
+            notes: wire.notes,
+            decision: wire.decision,
+            result,
+            elapsed: Duration::try_from_secs_f64(wire.elapsed_ms / 1000.0).unwrap_or_default(),
+        })
+    }
+}
+
+impl CallRecord {
+    fn new(tool: &str, arguments: Value) -> Self {
+        CallRecord {
+            tool: tool.to_string(),
+            arguments,
+            tidied: None,
+            notes: Vec::new(),
+            decision: None,
+            result: Ok(Value::Null),
+            elapsed: Duration::ZERO,
+        }
+    }
+
     /// The JSON object `toolhost call` prints:
     /// `{"ok":true,"result":R,"notes":[...]}` or
     /// `{"ok":false,"error":{"kind":K,"message":M},"notes":[...]}`.
@@ -44,6 +152,11 @@ impl CallOutcome {
         }
     }
 
+    /// The whole record as JSON, as `toolhost call --record` prints it and session logs keep it.
+    pub fn to_record_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
     /// The text a model is given: a string result as its text, any other result as its JSON
     /// text, an error as `error (kind): message`.
     pub fn model_text(&self) -> String {
@@ -55,96 +168,104 @@ impl CallOutcome {
     }
 }
 
-impl Host {
-    /// Calls `tool` with arguments as a model sent them, as JSON text. Empty text means no
-    /// arguments.
-    ///
-    /// ```
-    /// let dir = tempfile::tempdir().unwrap();
-    /// std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
-    /// let mut host = toolhost::Host::new(dir.path()).unwrap();
-    /// let outcome = host.call_json("fs-read", r#"{"path": "a.txt", "count": 2}"#);
-    /// assert_eq!(outcome.model_text(), "1\tone\n2\ttwo\n... 1 more line; next start 3\n");
-    /// ```
-    pub fn call_json(&mut self, tool: &str, arguments: &str) -> CallOutcome {
-        self.call_json_with(tool, arguments, CallOptions::default())
-    }
+/// Runs the host's work for a call whose arguments are checked and guarded.
+pub(crate) type Runner<'a> = dyn FnMut(&Arc<Primitive>, Vec<SteelVal>) -> Result<SteelVal> + 'a;
 
-    /// [`Host::call_json`] with options.
-    pub fn call_json_with(&mut self, tool: &str, arguments: &str, options: CallOptions) -> CallOutcome {
-        if arguments.trim().is_empty() {
-            return self.call_with(tool, Value::Object(Default::default()), options);
+/// Runs one call through every step, the tool itself by `runner`.
+pub(crate) fn run(shared: &Shared, request: &CallRequest, runner: &mut Runner<'_>) -> CallRecord {
+    let started = Instant::now();
+    let tool = request.tool.as_str();
+    let text = request.arguments.trim();
+    let parsed = if text.is_empty() { Ok(Value::Object(Default::default())) } else { serde_json::from_str(text) };
+    let mut record = match parsed {
+        Ok(arguments) => {
+            let mut record = CallRecord::new(tool, arguments.clone());
+            record.result = steps(shared, tool, arguments, request.options, &mut record, runner);
+            record
         }
-        match serde_json::from_str::<Value>(arguments) {
-            Ok(value) => self.call_with(tool, value, options),
-            Err(e) => CallOutcome {
-                result: Err(Error::new(
-                    ErrorKind::BadArguments,
-                    format!(
-                        "{tool}: the arguments are not valid JSON ({e}); send an object of parameter names to values"
-                    ),
-                )
-                .with_tool(tool)),
-                notes: Vec::new(),
-            },
-        }
-    }
-
-    /// Calls `tool` with arguments already parsed from JSON.
-    pub fn call(&mut self, tool: &str, arguments: Value) -> CallOutcome {
-        self.call_with(tool, arguments, CallOptions::default())
-    }
-
-    /// [`Host::call`] with options.
-    pub fn call_with(&mut self, tool: &str, mut arguments: Value, options: CallOptions) -> CallOutcome {
-        let mut notes = Vec::new();
-        let result = self.call_inner(tool, &mut arguments, options, &mut notes);
-        CallOutcome { result, notes }
-    }
-
-    fn call_inner(
-        &mut self,
-        tool: &str,
-        arguments: &mut Value,
-        options: CallOptions,
-        notes: &mut Vec<String>,
-    ) -> Result<Value> {
-        let primitive = {
-            let registry =
-                self.shared.registry.read().map_err(|_| Error::tool_failed("the registry lock is poisoned"))?;
-            registry.get_by_provider_name(tool).cloned().ok_or_else(|| registry.unknown_tool_error(tool))?
-        };
-        let name = primitive.name().to_string();
-        if options.strict {
-            tidy::drop_top_level_nulls(arguments);
-        }
-        if arguments.is_null() {
-            *arguments = Value::Object(Default::default());
-        }
-        notes.extend(tidy::tidy(&primitive.signature, arguments));
-        if options.strict {
-            // Arguments that arrived wrapped in a JSON string are only an object now.
-            tidy::drop_top_level_nulls(arguments);
-        }
-        let Value::Object(map) = &*arguments else {
-            return Err(Error::new(
+        Err(e) => {
+            let mut record = CallRecord::new(tool, Value::String(request.arguments.clone()));
+            record.result = Err(Error::new(
                 ErrorKind::BadArguments,
-                format!(
-                    "{name}: the arguments must be a JSON object of parameter names to values, got {}; call it as {}",
-                    value::describe_json(arguments),
-                    primitive.signature.render()
-                ),
+                format!("{tool}: the arguments are not valid JSON ({e}); send an object of parameter names to values"),
             )
-            .with_tool(&name));
-        };
-        let values = args::args_from_json(&primitive.signature, map)?;
-        self.shared.guard.check(&self.shared.ctx, &primitive, &values)?;
-        let result: SteelVal = match &primitive.handler {
-            Handler::Rust(_) => invoke_rust(&self.shared, &primitive, &values)?,
-            Handler::Scheme => self.call_scheme_tool(&name, values)?,
-        };
-        value::scheme_to_json(&result).map_err(|e| {
-            Error::tool_failed(format!("{name}: its result cannot be sent back: {}", e.0)).with_tool(&name)
-        })
+            .with_tool(tool));
+            record
+        }
+    };
+    record.elapsed = started.elapsed();
+    record
+}
+
+fn steps(
+    shared: &Shared,
+    tool: &str,
+    mut arguments: Value,
+    options: CallOptions,
+    record: &mut CallRecord,
+    runner: &mut Runner<'_>,
+) -> Result<Value> {
+    let primitive = {
+        let registry = shared.registry.read().map_err(|_| Error::tool_failed("the registry lock is poisoned"))?;
+        registry.get_by_provider_name(tool).cloned().ok_or_else(|| registry.unknown_tool_error(tool))?
+    };
+    let name = primitive.name().to_string();
+    if options.strict {
+        tidy::drop_top_level_nulls(&mut arguments);
     }
+    if arguments.is_null() {
+        arguments = Value::Object(Default::default());
+    }
+    record.notes.extend(tidy::tidy(primitive.signature(), &mut arguments));
+    if options.strict {
+        // Arguments that arrived wrapped in a JSON string are only an object now.
+        tidy::drop_top_level_nulls(&mut arguments);
+    }
+    record.tidied = Some(arguments.clone());
+    let Value::Object(map) = &arguments else {
+        return Err(Error::new(
+            ErrorKind::BadArguments,
+            format!(
+                "{name}: the arguments must be a JSON object of parameter names to values, got {}; call it as {}",
+                value::describe_json(&arguments),
+                primitive.signature().render()
+            ),
+        )
+        .with_tool(&name));
+    };
+    let values = args::args_from_json(primitive.signature(), map)?;
+    let decision = shared.guard.judge(&shared.ctx, &primitive, &values)?;
+    let verdict = decision.verdict(&name);
+    record.decision = Some(decision);
+    verdict?;
+    let result = runner(&primitive, values)?;
+    let json = value::scheme_to_json(&result)
+        .map_err(|e| Error::tool_failed(format!("{name}: its result cannot be sent back: {}", e.0)).with_tool(&name))?;
+    Ok(cap_result(json, shared.ctx.limits.output_chars))
+}
+
+/// A result longer than `cap` characters as a model would read it, cut to fit with a note saying
+/// so. (Tools that can stop at a whole line do so themselves and say how to go on; this is the
+/// last resort for the rest, Scheme tools' results among them.)
+fn cap_result(result: Value, cap: usize) -> Value {
+    let text = match &result {
+        Value::String(s) if s.len() <= cap => return result,
+        Value::String(s) => s.clone(),
+        other => {
+            let text = other.to_string();
+            if text.len() <= cap {
+                return result;
+            }
+            text
+        }
+    };
+    let total = text.chars().count();
+    if total <= cap {
+        return result;
+    }
+    let note = |cut: usize| format!("\n[... {cut} more characters cut: a tool result shows at most {cap} characters]");
+    // The note's own length depends on the count it gives; a generous guess keeps the total in cap.
+    let keep = cap.saturating_sub(note(total).chars().count());
+    let kept: String = text.chars().take(keep).collect();
+    Value::String(format!("{kept}{}", note(total - keep)))
 }

@@ -122,18 +122,18 @@ pub fn main() -> i32 {
         },
         Command::Call { tool, json } => call(&mut host, &tool, &json),
         Command::Tools { format } => {
-            let registry = host.registry();
+            let specs = host.specs();
             let format = match format {
                 CatalogueFormat::Openai => Format::OpenAi,
                 CatalogueFormat::OpenaiStrict => Format::OpenAiStrict,
                 CatalogueFormat::Anthropic => Format::Anthropic,
                 CatalogueFormat::Mcp => Format::Mcp,
                 CatalogueFormat::Pformat => {
-                    println!("{}\n\n{}", pformat::instructions(), pformat::catalogue(&registry));
+                    println!("{}\n\n{}", pformat::instructions(), pformat::catalogue(&specs));
                     return 0;
                 }
             };
-            let catalogue = schema::catalogue(registry.iter().map(|t| t.as_ref()), format);
+            let catalogue = schema::catalogue(specs.iter().map(|t| t.as_ref()), format);
             println!("{}", serde_json::to_string_pretty(&catalogue).unwrap_or_default());
             0
         }
@@ -143,7 +143,7 @@ pub fn main() -> i32 {
                 eprintln!("toolhost: cannot read standard input: {e}");
                 return 1;
             }
-            println!("{}", pformat::parse_to_json(&text, &host.registry()));
+            println!("{}", pformat::parse_to_json(&text, &host.specs()));
             0
         }
     }

@@ -1,5 +1,5 @@
 //! What a tool handler is given besides its arguments: the workspace it works in and the limits
-//! that bound its output.
+//! that bound its output and its time.
 
 use crate::workspace::Workspace;
 
@@ -12,39 +12,57 @@ pub struct ToolCtx {
     pub limits: Limits,
 }
 
-/// Caps on what tools read and return, and how long they may run.
-#[derive(Debug, Clone)]
+/// Caps on what tools read and return, and how long they may run. The first four are the config's
+/// `[limits]` (design section 17); tool descriptions shown to models are rendered from these
+/// values, so what a model reads is what applies.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
-    /// Lines `fs-read` returns when no count is given.
+    /// How long one call of a Scheme tool may run, nested tool calls included (`scheme_call_s`).
+    pub scheme_call: std::time::Duration,
+    /// `shell-exec`'s timeout when none is given, and the most a call may ask for
+    /// (`shell_timeout_s`).
+    pub shell_timeout_s: u64,
+    /// The most characters of one tool result a model is shown (`output_chars`). Tools that can
+    /// stop at a whole line (`fs-read`, `index-grep`, `fs-list`) stop within it and say how to
+    /// go on; any longer result is cut by the call path with a note.
+    pub output_chars: usize,
+    /// Lines `fs-read` returns when no count is given (`read_lines`).
     pub read_lines: usize,
-    /// Bytes `fs-read` returns at most, whatever `count` asks for: it stops at the last whole line
-    /// that fits (always showing at least one line) and ends with its note giving the next start.
-    pub read_bytes: usize,
     /// Characters of one line `fs-read` shows before cutting it with a marker.
     pub line_chars: usize,
     /// Result lines `index-grep` returns before a closing note.
     pub grep_matches: usize,
     /// Entries `fs-list` returns before a closing note.
     pub list_entries: usize,
-    /// Bytes of stdout and of stderr `shell-exec` keeps, each.
-    pub shell_output_bytes: usize,
-    /// `shell-exec`'s timeout when none is given, in seconds.
-    pub shell_timeout_s: u64,
-    /// How long one call of a Scheme tool may run before it is stopped.
-    pub scheme_call: std::time::Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
+            scheme_call: std::time::Duration::from_secs(30),
+            shell_timeout_s: 120,
+            output_chars: 30_000,
             read_lines: 2000,
-            read_bytes: 256 * 1024,
             line_chars: 2000,
             grep_matches: 200,
             list_entries: 1000,
-            shell_output_bytes: 30_000,
-            shell_timeout_s: 120,
-            scheme_call: std::time::Duration::from_secs(30),
         }
     }
 }
+
+impl Limits {
+    /// Bytes of stdout and of stderr `shell-exec` keeps, each: both fit in one result, with room
+    /// for the exit code and the headers.
+    pub fn shell_stream_bytes(&self) -> usize {
+        self.output_chars.saturating_sub(RESULT_HEADROOM) / 2
+    }
+
+    /// What a tool that stops at whole lines may put in one result: the cap, less room for its
+    /// closing note.
+    pub fn output_budget(&self) -> usize {
+        self.output_chars.saturating_sub(RESULT_HEADROOM).max(1)
+    }
+}
+
+/// Room left in a result for a tool's own closing note or headers.
+const RESULT_HEADROOM: usize = 200;

@@ -142,9 +142,6 @@ fn stdin_unavailable(_args: &[SteelVal]) -> steel::rvals::Result<SteelVal> {
 /// A new engine for tool scripts. `trusted` scripts get steel's whole standard engine instead.
 /// `display` and friends write to standard error when `output_to_stderr`, so they cannot corrupt a
 /// JSON answer on standard output.
-///
-/// steel looks for its home folder when an engine is built and creates it (or complains) unless
-/// `STEEL_HOME` is set; the `toolhost` binary sets it, and embedders may.
 pub(crate) fn new_engine(trusted: bool, output_to_stderr: bool) -> Result<Engine, String> {
     let mut engine = if trusted { Engine::new() } else { script_engine()? };
     install_display(&mut engine, output_to_stderr);

@@ -1,69 +1,241 @@
 //! The guard every call passes after its arguments are converted and before its handler runs
-//! (design section 10): rules on tool names decide allow, deny or confirm; a confirmation shows the
-//! tool's preview to whoever can answer, and without anyone to answer, confirm means deny. The
-//! workspace boundary itself is enforced below the guard, in [`crate::Workspace`], for every path.
+//! (design section 10): rules on tool names, and optionally on the tool's path argument, decide
+//! allow, deny or confirm; the first rule that matches decides, else the default. A confirmation
+//! shows the tool's preview to whoever can answer, and without anyone to answer, confirm means deny.
+//! Each judgement is a [`Decision`], recorded in the call record. The workspace boundary itself is
+//! enforced below the guard, in [`crate::Workspace`], for every path.
 
 use std::sync::Arc;
 
-use globset::{Glob, GlobMatcher};
+use globset::{GlobBuilder, GlobMatcher};
 use steel::rvals::SteelVal;
 
 use crate::context::ToolCtx;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
+use crate::param::ParamType;
 use crate::registry::Primitive;
 use crate::value;
 
 /// What a rule decides for a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Action {
     /// Run it.
     Allow,
-    /// Refuse it; the model is told so.
+    /// Refuse it; the model is told so, with the rule's reason.
     Deny,
     /// Ask a person first, showing the preview.
     Confirm,
 }
 
-/// A rule: tools whose name matches `pattern` (a glob: `fs-*`, `github.*`) get `action`.
+/// A rule: calls of tools whose name matches a glob (`fs-*`, `github.*`), and, when the rule has
+/// one, whose path argument matches a second glob (`secrets/**`, relative to the workspace root),
+/// get the rule's action.
 #[derive(Debug, Clone)]
 pub struct Rule {
-    pattern: String,
-    matcher: GlobMatcher,
+    tool: String,
+    tool_matcher: GlobMatcher,
+    path: Option<(String, GlobMatcher)>,
     action: Action,
+    reason: Option<String>,
+    origin: Option<String>,
+}
+
+fn compile(what: &str, glob: &str) -> Result<GlobMatcher> {
+    // `*` stays within one path component, as in .gitignore; `**` crosses folders.
+    GlobBuilder::new(glob)
+        .literal_separator(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| Error::config(format!("guard rule {what} glob {glob:?}: {e}")))
 }
 
 impl Rule {
-    /// A rule for tool names matching the glob `pattern`.
+    /// A rule for tool names matching the glob `tool`.
     ///
     /// # Errors
     /// When the glob does not parse.
-    pub fn new(pattern: &str, action: Action) -> Result<Self> {
-        let glob = Glob::new(pattern)
-            .map_err(|e| Error::new(ErrorKind::InvalidDefinition, format!("guard rule {pattern:?}: {e}")))?;
-        Ok(Rule { pattern: pattern.to_string(), matcher: glob.compile_matcher(), action })
+    pub fn new(tool: &str, action: Action) -> Result<Self> {
+        Ok(Rule {
+            tool: tool.to_string(),
+            tool_matcher: compile("tool", tool)?,
+            path: None,
+            action,
+            reason: None,
+            origin: None,
+        })
+    }
+
+    /// Narrows the rule to calls whose path argument, resolved inside the workspace and taken
+    /// relative to its root, matches the glob `path`. A call without a path argument (a tool that
+    /// has no `path` parameter, or left it out) does not match such a rule.
+    ///
+    /// # Errors
+    /// When the glob does not parse.
+    pub fn path(mut self, path: &str) -> Result<Self> {
+        self.path = Some((path.to_string(), compile("path", path)?));
+        Ok(self)
+    }
+
+    /// What the model is told when the rule denies a call.
+    pub fn reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// Where the rule was written (`toolhost.toml:12`), for call records and messages.
+    pub fn origin(mut self, origin: impl Into<String>) -> Self {
+        self.origin = Some(origin.into());
+        self
     }
 
     /// The glob the rule matches tool names with.
-    pub fn pattern(&self) -> &str {
-        &self.pattern
+    pub fn tool_pattern(&self) -> &str {
+        &self.tool
     }
 
     /// What the rule decides.
     pub fn action(&self) -> Action {
         self.action
     }
+
+    fn matches(&self, tool: &str, path: Option<&str>) -> bool {
+        if !self.tool_matcher.is_match(tool) {
+            return false;
+        }
+        match (&self.path, path) {
+            (None, _) => true,
+            (Some((_, matcher)), Some(path)) => matcher.is_match(path),
+            (Some(_), None) => false,
+        }
+    }
+
+    fn reference(&self, index: usize) -> RuleRef {
+        RuleRef {
+            index: index + 1,
+            tool: self.tool.clone(),
+            path: self.path.as_ref().map(|(glob, _)| glob.clone()),
+            origin: self.origin.clone(),
+        }
+    }
 }
 
-/// Answers a confirmation: the tool and its preview in, yes or no out.
-pub type Confirmer = Arc<dyn Fn(&Primitive, &str) -> bool + Send + Sync>;
+/// Which rule made a decision: its 1-based position, its globs and where it was written.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RuleRef {
+    /// 1-based position among the guard's rules.
+    pub index: usize,
+    /// The rule's tool glob.
+    pub tool: String,
+    /// The rule's path glob, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Where the rule was written (`toolhost.toml:12`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+}
+
+/// What the guard decided for one call, as the call record keeps it. `rule` is absent when the
+/// default action decided.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "action", rename_all = "lowercase")]
+pub enum Decision {
+    /// The call may run.
+    Allow {
+        /// The rule that allowed it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<RuleRef>,
+    },
+    /// The call is refused; `reason` is what the model is told.
+    Deny {
+        /// The rule that denied it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<RuleRef>,
+        /// Why, in the rule's words.
+        reason: String,
+    },
+    /// A person was asked (or nobody could be): `answer` is theirs, `by` says who gave it
+    /// (`terminal`, `--yes`, an embedder's name for its confirmer, or `nobody`).
+    Confirm {
+        /// The rule that asked for confirmation.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<RuleRef>,
+        /// Yes or no.
+        answer: bool,
+        /// Who answered.
+        by: String,
+    },
+}
+
+impl Decision {
+    /// Whether the call may run.
+    pub fn allows(&self) -> bool {
+        matches!(self, Decision::Allow { .. } | Decision::Confirm { answer: true, .. })
+    }
+
+    /// `Ok` when the call may run, else the `denied` error the model is given.
+    ///
+    /// # Errors
+    /// [`crate::ErrorKind::Denied`], saying why in words the model can act on.
+    pub fn verdict(&self, tool: &str) -> Result<()> {
+        let message = match self {
+            Decision::Allow { .. } | Decision::Confirm { answer: true, .. } => return Ok(()),
+            Decision::Deny { reason, .. } => format!("{tool}: denied: {reason}"),
+            Decision::Confirm { by, .. } if by == NOBODY => format!(
+                "{tool}: denied: this call needs a person's confirmation and there is no one to ask \
+                 (no terminal); do something else, or ask the user to allow it"
+            ),
+            Decision::Confirm { .. } => format!("{tool}: denied: the person declined this call"),
+        };
+        Err(Error::denied(message).with_tool(tool))
+    }
+}
+
+/// Who answers when nobody can: the `by` of a confirmation that was denied for want of a person.
+pub const NOBODY: &str = "nobody";
+
+/// The default reason of a denial when its rule gives none.
+const DEFAULT_DENY_REASON: &str = "calls to this tool are not allowed here";
+
+/// What a confirmer is asked.
+#[derive(Debug, Clone, Copy)]
+pub struct ConfirmRequest<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// What the call will do: a diff, a command line, the arguments.
+    pub preview: &'a str,
+    /// The reason the rule gives, when it gives one.
+    pub reason: Option<&'a str>,
+}
+
+/// A confirmer's answer: yes or no, and who gave it (recorded in the call record).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// Whether the call may run.
+    pub yes: bool,
+    /// Who answered: `terminal`, `--yes`, or a name of the embedder's choosing.
+    pub by: String,
+}
+
+/// Answers a confirmation.
+pub type Confirmer = Arc<dyn Fn(&ConfirmRequest<'_>) -> Answer + Send + Sync>;
+
+/// A confirmer that says yes to everything, as `--yes` does.
+pub fn always_yes(by: &str) -> Confirmer {
+    let by = by.to_string();
+    Arc::new(move |_| Answer { yes: true, by: by.clone() })
+}
 
 /// The rules, the default action, and who answers confirmations.
 ///
 /// ```
 /// use toolhost::guard::{Action, Guard, Rule};
-/// let guard = Guard::default().rule(Rule::new("shell-*", Action::Deny).unwrap());
-/// assert_eq!(guard.action_for("shell-exec"), Action::Deny);
-/// assert_eq!(guard.action_for("fs-read"), Action::Allow);
+/// let guard = Guard::default()
+///     .rule(Rule::new("fs-*", Action::Deny).unwrap().path("secrets/**").unwrap().reason("secrets stay private"))
+///     .rule(Rule::new("shell-*", Action::Deny).unwrap());
+/// assert_eq!(guard.action_for("shell-exec", None), Action::Deny);
+/// assert_eq!(guard.action_for("fs-read", Some("secrets/key.pem")), Action::Deny);
+/// assert_eq!(guard.action_for("fs-read", Some("src/main.rs")), Action::Allow);
 /// ```
 #[derive(Clone)]
 pub struct Guard {
@@ -90,61 +262,94 @@ impl std::fmt::Debug for Guard {
 }
 
 impl Guard {
-    /// Adds a rule; the first rule that matches a tool decides.
+    /// Adds a rule after the existing ones; the first rule that matches a call decides.
     pub fn rule(mut self, rule: Rule) -> Self {
         self.rules.push(rule);
         self
     }
 
-    /// Sets the action for tools no rule matches.
+    /// Sets the action for calls no rule matches.
     pub fn default_action(mut self, action: Action) -> Self {
         self.default = action;
         self
     }
 
-    /// Sets who answers confirmations (the REPL asks the person at the terminal).
+    /// Sets who answers confirmations (the command line asks the person at the terminal).
     pub fn confirmer(mut self, confirmer: Confirmer) -> Self {
         self.confirmer = Some(confirmer);
         self
     }
 
-    /// The action for a tool name.
-    pub fn action_for(&self, tool: &str) -> Action {
-        self.rules.iter().find(|r| r.matcher.is_match(tool)).map_or(self.default, |r| r.action)
+    /// Whether someone answers confirmations.
+    pub fn has_confirmer(&self) -> bool {
+        self.confirmer.is_some()
+    }
+
+    /// The action for a call of `tool` whose path argument (relative to the root) is `path`.
+    pub fn action_for(&self, tool: &str, path: Option<&str>) -> Action {
+        self.rules.iter().find(|r| r.matches(tool, path)).map_or(self.default, |r| r.action)
     }
 
     /// Judges a call whose arguments are already converted.
     ///
     /// # Errors
-    /// [`ErrorKind::Denied`] when a rule denies the call, or it needs confirmation and nobody can
-    /// give it, or the person says no.
-    pub fn check(&self, ctx: &ToolCtx, tool: &Primitive, args: &[SteelVal]) -> Result<()> {
+    /// When a confirmation is needed and the tool's preview fails (the call would fail the same
+    /// way, so the preview's error is the call's).
+    pub fn judge(&self, ctx: &ToolCtx, tool: &Primitive, args: &[SteelVal]) -> Result<Decision> {
         let name = tool.name();
-        match self.action_for(name) {
-            Action::Allow => Ok(()),
-            Action::Deny => {
-                Err(Error::denied(format!("{name}: calls to this tool are not allowed here")).with_tool(name))
-            }
-            Action::Confirm => {
-                let Some(confirmer) = &self.confirmer else {
-                    return Err(Error::denied(format!(
-                        "{name}: this call needs a person's confirmation and there is no one to ask"
-                    ))
-                    .with_tool(name));
-                };
-                let preview = preview(ctx, tool, args)?;
-                if confirmer(tool, &preview) {
-                    Ok(())
-                } else {
-                    Err(Error::denied(format!("{name}: the person declined this call")).with_tool(name))
+        let path = path_argument(ctx, tool, args);
+        let found = self.rules.iter().enumerate().find(|(_, r)| r.matches(name, path.as_deref()));
+        let (action, rule) = match found {
+            Some((i, r)) => (r.action, Some((r, r.reference(i)))),
+            None => (self.default, None),
+        };
+        let reason = rule.as_ref().and_then(|(r, _)| r.reason.clone());
+        let rule = rule.map(|(_, reference)| reference);
+        Ok(match action {
+            Action::Allow => Decision::Allow { rule },
+            Action::Deny => Decision::Deny { rule, reason: reason.unwrap_or_else(|| DEFAULT_DENY_REASON.into()) },
+            Action::Confirm => match &self.confirmer {
+                None => Decision::Confirm { rule, answer: false, by: NOBODY.into() },
+                Some(confirmer) => {
+                    let preview = preview(ctx, tool, args)?;
+                    let answer =
+                        confirmer(&ConfirmRequest { tool: name, preview: &preview, reason: reason.as_deref() });
+                    Decision::Confirm { rule, answer: answer.yes, by: answer.by }
                 }
-            }
-        }
+            },
+        })
     }
+
+    /// Judges a call and turns a refusal into the `denied` error the model is given.
+    ///
+    /// # Errors
+    /// [`crate::ErrorKind::Denied`] when the call may not run; a preview's error (see
+    /// [`Guard::judge`]).
+    pub fn check(&self, ctx: &ToolCtx, tool: &Primitive, args: &[SteelVal]) -> Result<()> {
+        self.judge(ctx, tool, args)?.verdict(tool.name())
+    }
+}
+
+/// The call's path argument as path rules see it: the value of the tool's string parameter named
+/// `path`, resolved inside the workspace and shown relative to the root (`src/main.rs`). `None`
+/// when the tool has no such parameter, the call left it out, or it does not resolve (the tool
+/// itself then refuses the path).
+fn path_argument(ctx: &ToolCtx, tool: &Primitive, args: &[SteelVal]) -> Option<String> {
+    let sig = tool.signature();
+    let index = sig.params.iter().position(|p| p.name == "path" && p.ty == ParamType::String)?;
+    let SteelVal::StringV(given) = args.get(index)? else { return None };
+    if given.is_empty() {
+        return None;
+    }
+    let real = ctx.workspace.resolve(given.as_str()).ok()?;
+    Some(ctx.workspace.display(&real))
 }
 
 /// What a person is shown for a call: the tool's own preview (a diff, a command), or else the
 /// arguments given, leaving out void ones (parameters a skips-as-void tool did not receive).
+///
+/// # Errors
+/// The tool's preview failed (it shows the error the call would give).
 pub fn preview(ctx: &ToolCtx, tool: &Primitive, args: &[SteelVal]) -> Result<String> {
     if let Some(preview) = &tool.preview {
         return preview(ctx, args).map_err(|e| e.in_tool(tool.name()));
@@ -155,7 +360,7 @@ pub fn preview(ctx: &ToolCtx, tool: &Primitive, args: &[SteelVal]) -> Result<Str
         if matches!(arg, SteelVal::Void) {
             continue;
         }
-        let name = tool.signature.param_at(i).map_or("?", |p| p.name.as_str());
+        let name = tool.signature().param_at(i).map_or("?", |p| p.name.as_str());
         let shown = value::scheme_to_json(arg).map(|v| v.to_string()).unwrap_or_else(|_| value::describe_scheme(arg));
         out.push_str(&format!("{}{name}: {shown}", if first { "" } else { ", " }));
         first = false;

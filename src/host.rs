@@ -1,27 +1,29 @@
 //! The host: one steel engine, the registry and the guard tied together. It builds the engine with
-//! the tools bound as Scheme procedures, loads the prelude and the tool folders, evaluates Scheme,
-//! and runs JSON calls (the call path itself is in `crate::call`). REPL, CLI, agent loop and MCP
-//! server see only this type.
+//! the tools bound as Scheme procedures (through `crate::bridge`), loads the prelude and the tool
+//! folders, evaluates Scheme, and runs JSON calls through `crate::call`, running the tool itself
+//! when the call path asks. REPL, CLI, agent loop and MCP server see only this type, or the
+//! [`crate::HostHandle`] that carries it to its own thread.
 //!
-//! The engine is not `Send` (steel uses `Rc`), so a `Host` lives on one thread; what the engine's
-//! Rust procedures share with it ([`Shared`]) is `Send + Sync`.
+//! The engine is not `Send` (steel uses `Rc`), so a `Host` lives on one thread; a [`HostBuilder`]
+//! is `Send`, so a host can be built on the thread that will own it.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use steel::rerrs::{ErrorKind as SteelErrorKind, SteelErr};
+use serde_json::Value;
 use steel::rvals::SteelVal;
 use steel::steel_vm::engine::Engine;
 
-use crate::args;
+use crate::bridge::{self, steel_message, Shared};
+use crate::call::{self, CallOptions, CallRecord, CallRequest};
 use crate::context::{Limits, ToolCtx};
 use crate::engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::guard::Guard;
 use crate::registry::{Handler, Primitive, Registry};
-use crate::script;
+use crate::spec::SpecSet;
 use crate::tools;
 use crate::watchdog::Watchdog;
 use crate::workspace::Workspace;
@@ -31,78 +33,12 @@ use crate::workspace::Workspace;
 pub const PRELUDE: &str = include_str!("../prelude.scm");
 
 /// The Scheme tools that ship with toolhost (`scheme/*.scm`), compiled into the binary so it runs
-/// from anywhere.
+/// from anywhere. They are built on the built-in tools.
 pub const SHIPPED_TOOLS: &[(&str, &str)] =
     &[("scheme/code.scm", include_str!("../scheme/code.scm")), ("scheme/git.scm", include_str!("../scheme/git.scm"))];
 
 /// The folder under the workspace that holds a project's own tool files.
 pub const PROJECT_TOOLS_DIR: &str = ".toolhost/tools";
-
-/// What the engine's Rust procedures share with the host.
-pub(crate) struct Shared {
-    pub registry: RwLock<Registry>,
-    pub ctx: ToolCtx,
-    pub guard: Guard,
-    /// Scheme tools registered while a program ran, bound as globals once it ends.
-    pub pending: Mutex<Vec<String>>,
-    /// The last error a tool raised inside Scheme code. When a Scheme tool fails with exactly
-    /// that error, the call reports its kind (a `denied` path stays `denied`).
-    pub last_tool_error: Mutex<Option<Error>>,
-    /// Names Scheme code already uses (steel's library and the prelude): a tool bound under one of
-    /// them would replace `map` or `define-tool` for every script.
-    pub scheme_names: HashSet<String>,
-}
-
-impl Shared {
-    pub fn tool(&self, name: &str) -> Option<Arc<Primitive>> {
-        self.registry.read().ok()?.get(name).cloned()
-    }
-
-    /// Records the error a tool raised inside Scheme code, and hands it to Scheme.
-    pub fn raise(&self, error: Error) -> SteelErr {
-        let steel_error = to_steel_error(&error);
-        if let Ok(mut last) = self.last_tool_error.lock() {
-            *last = Some(error);
-        }
-        steel_error
-    }
-
-    /// Refuses a tool name that would replace a procedure Scheme code relies on.
-    pub fn check_free(&self, name: &str) -> Result<()> {
-        if self.scheme_names.contains(name) {
-            return Err(Error::new(
-                ErrorKind::InvalidDefinition,
-                format!("tool \"{name}\": the name is already a Scheme procedure or form; choose another"),
-            )
-            .with_tool(name));
-        }
-        Ok(())
-    }
-
-    fn take_tool_error(&self) -> Option<Error> {
-        self.last_tool_error.lock().ok()?.take()
-    }
-}
-
-/// A tool file or script that failed: which file, where, and why. (A failed tool file does not
-/// stop the others from loading.)
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoadError {
-    /// The file's path as given.
-    pub file: String,
-    /// The 1-based line the error points at, when it can be told.
-    pub line: Option<usize>,
-    /// What went wrong.
-    pub message: String,
-    /// The run was stopped by its time limit.
-    pub timed_out: bool,
-}
-
-impl LoadError {
-    fn new(file: &str, line: Option<usize>, message: String) -> Self {
-        LoadError { file: file.to_string(), line, message, timed_out: false }
-    }
-}
 
 /// Stops the Scheme code a [`Host`] is running; see [`Host::interrupter`].
 #[derive(Clone)]
@@ -115,16 +51,21 @@ impl Interrupter {
     }
 }
 
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.line {
-            Some(line) => write!(f, "{}:{line}: {}", self.file, self.message),
-            None => write!(f, "{}: {}", self.file, self.message),
+/// steel decides its home folder once per process, the first time it compiles anything: from
+/// `STEEL_HOME`, or else by creating a folder in the user's data directory and printing "Unable to
+/// create steel home directory" to standard error when it cannot. toolhost reads nothing from there,
+/// so when the variable is unset it points steel at a folder name in the temporary directory
+/// (steel does not create it), before the first engine is built.
+fn settle_steel_home() {
+    static SETTLED: Once = Once::new();
+    SETTLED.call_once(|| {
+        if std::env::var_os("STEEL_HOME").is_none() {
+            std::env::set_var("STEEL_HOME", std::env::temp_dir().join("toolhost-steel-home"));
         }
-    }
+    });
 }
 
-/// Settings for a [`Host`].
+/// Settings for a [`Host`]. `Send`, so a host can be built on the thread that will own it.
 ///
 /// ```no_run
 /// let host = toolhost::HostBuilder::new(".").tool_dir("my-tools").build().unwrap();
@@ -163,13 +104,15 @@ impl HostBuilder {
         }
     }
 
-    /// Loads every `.scm` file of `dir` too (after the shipped tools and the project's own).
+    /// Loads every `.scm` file of `dir` too (after the shipped tools and the project's own). The
+    /// folder must exist.
     pub fn tool_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.tool_dirs.push(dir.into());
         self
     }
 
-    /// Whether to register the built-in Rust tools (`fs-read`, ...). On by default.
+    /// Whether to register the built-in Rust tools (`fs-read`, ...). On by default. The shipped
+    /// Scheme tools are built on them, so without them those are not loaded either.
     pub fn builtin_tools(mut self, on: bool) -> Self {
         self.builtin_tools = on;
         self
@@ -181,7 +124,8 @@ impl HostBuilder {
         self
     }
 
-    /// Whether to load the workspace's `.toolhost/tools/`. On by default.
+    /// Whether to load the workspace's `.toolhost/tools/`. On by default; the command line turns it
+    /// off in a workspace that is not trusted.
     pub fn project_tools(mut self, on: bool) -> Self {
         self.project_tools = on;
         self
@@ -193,7 +137,7 @@ impl HostBuilder {
         self
     }
 
-    /// The guard's rules.
+    /// The guard's rules, default and confirmer.
     pub fn guard(mut self, guard: Guard) -> Self {
         self.guard = guard;
         self
@@ -223,13 +167,19 @@ impl HostBuilder {
     /// Tool files that fail are reported by [`Host::load_errors`], not here.
     ///
     /// # Errors
-    /// When the workspace root does not exist, a Rust tool is refused by the registry, or the
-    /// prelude fails to load (a bug).
+    /// When the workspace root does not exist, a tool folder given with [`HostBuilder::tool_dir`]
+    /// does not exist, a Rust tool is refused by the registry, or the prelude fails to load (a bug).
     pub fn build(self) -> Result<Host> {
+        settle_steel_home();
         let workspace = Workspace::new(&self.root)?;
+        if let Some(missing) = self.tool_dirs.iter().find(|d| !d.is_dir()) {
+            return Err(Error::config(format!("the tool folder {} does not exist", missing.display())));
+        }
         let mut registry = Registry::new();
         if self.builtin_tools {
-            tools::register_builtin_tools(&mut registry)?;
+            for tool in tools::builtin_tools(&self.limits)? {
+                registry.register(tool)?;
+            }
         }
         for tool in self.extra {
             registry.register(tool)?;
@@ -239,24 +189,18 @@ impl HostBuilder {
         let mut scheme_names: HashSet<String> =
             engine.globals().iter().map(|name| name.resolve().to_string()).collect();
         scheme_names.extend(prelude_names());
-        let shared = Arc::new(Shared {
-            registry: RwLock::new(registry.clone()),
-            ctx: ToolCtx { workspace, limits: self.limits },
-            guard: self.guard,
-            pending: Mutex::new(Vec::new()),
-            last_tool_error: Mutex::new(None),
-            scheme_names,
-        });
-        script::install(&mut engine, &shared);
+        let ctx = ToolCtx { workspace, limits: self.limits };
+        let shared = Arc::new(Shared::new(registry.clone(), ctx, self.guard, scheme_names));
+        bridge::install(&mut engine, &shared);
         for tool in registry.iter() {
             shared.check_free(tool.name())?;
-            bind_rust_tool(&mut engine, &shared, tool.clone());
+            bridge::bind_rust_tool(&mut engine, &shared, tool.clone());
         }
         let watchdog = Watchdog::new(engine.get_thread_state_controller());
         let mut host =
             Host { engine, shared, watchdog, load_errors: Vec::new(), trusted_scripts: self.trusted_scripts };
-        host.load_text("prelude.scm", PRELUDE, true).map_err(|e| Error::new(ErrorKind::Script, e.to_string()))?;
-        if self.shipped_tools {
+        host.load_text("prelude.scm", PRELUDE, true)?;
+        if self.shipped_tools && self.builtin_tools {
             for (name, text) in SHIPPED_TOOLS {
                 if let Err(e) = host.load_text(name, text, true) {
                     host.load_errors.push(e);
@@ -277,10 +221,10 @@ impl HostBuilder {
 
 /// A running tool host. See the crate docs for an example.
 pub struct Host {
-    pub(crate) engine: Engine,
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) watchdog: Watchdog,
-    load_errors: Vec<LoadError>,
+    engine: Engine,
+    shared: Arc<Shared>,
+    watchdog: Watchdog,
+    load_errors: Vec<Error>,
     trusted_scripts: bool,
 }
 
@@ -294,8 +238,9 @@ impl Host {
         HostBuilder::new(root).build()
     }
 
-    /// The tool files that failed to load, in load order.
-    pub fn load_errors(&self) -> &[LoadError] {
+    /// The tool files that failed to load, in load order; each error names its file and, when it
+    /// can be told, the line.
+    pub fn load_errors(&self) -> &[Error] {
         &self.load_errors
     }
 
@@ -304,9 +249,19 @@ impl Host {
         &self.shared.ctx.workspace
     }
 
+    /// The limits tools run under.
+    pub fn limits(&self) -> &Limits {
+        &self.shared.ctx.limits
+    }
+
     /// A snapshot of the registry, in registration order.
     pub fn registry(&self) -> Registry {
         self.shared.registry.read().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// The specs of every tool, in registration order: what catalogues are made from.
+    pub fn specs(&self) -> SpecSet {
+        self.shared.registry.read().map(|r| r.specs().clone()).unwrap_or_default()
     }
 
     /// The tool called `name`.
@@ -327,9 +282,42 @@ impl Host {
             .map_err(|_| Error::tool_failed("the registry lock is poisoned"))?
             .register(primitive)?;
         if let Some(tool) = self.shared.tool(&name) {
-            bind_rust_tool(&mut self.engine, &self.shared, tool);
+            bridge::bind_rust_tool(&mut self.engine, &self.shared, tool);
         }
         Ok(())
+    }
+
+    /// Calls `tool` with arguments as a model sent them, as JSON text (empty text means no
+    /// arguments), through the whole call path; returns the call's record.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+    /// let mut host = toolhost::Host::new(dir.path()).unwrap();
+    /// let record = host.call_json("fs-read", r#"{"path": "a.txt", "count": 2}"#);
+    /// assert_eq!(record.model_text(), "1\tone\n2\ttwo\n... 1 more line; next start 3\n");
+    /// ```
+    pub fn call_json(&mut self, tool: &str, arguments: &str) -> CallRecord {
+        self.call_json_with(tool, arguments, CallOptions::default())
+    }
+
+    /// [`Host::call_json`] with options.
+    pub fn call_json_with(&mut self, tool: &str, arguments: &str, options: CallOptions) -> CallRecord {
+        self.run_call(&CallRequest { tool: tool.to_string(), arguments: arguments.to_string(), options })
+    }
+
+    /// Calls `tool` with arguments already parsed from JSON.
+    pub fn call(&mut self, tool: &str, arguments: Value) -> CallRecord {
+        self.call_json(tool, &arguments.to_string())
+    }
+
+    /// Runs one call request through the call path.
+    pub fn run_call(&mut self, request: &CallRequest) -> CallRecord {
+        let shared = Arc::clone(&self.shared);
+        call::run(&shared, request, &mut |tool, values| match &tool.handler {
+            Handler::Rust(_) => bridge::invoke_rust(&shared, tool, &values),
+            Handler::Scheme => self.call_scheme_tool(tool.name(), values),
+        })
     }
 
     /// Evaluates Scheme source and returns the value of its last expression (void when empty).
@@ -345,28 +333,20 @@ impl Host {
     /// # Errors
     /// As [`Host::eval`], and [`ErrorKind::Timeout`].
     pub fn eval_within(&mut self, source: &str, limit: Option<Duration>) -> Result<SteelVal> {
-        self.run_file_text("<eval>", source, limit).map_err(|e| {
-            let kind = if e.timed_out { ErrorKind::Timeout } else { ErrorKind::Script };
-            Error::new(kind, e.message)
-        })
+        self.run_file_text("<eval>", source, limit)
     }
 
     /// Runs a script file in the host (`toolhost run`), stopped after `limit` when one is given.
     ///
     /// # Errors
-    /// A [`LoadError`] with the file, line and message.
-    pub fn run_file(&mut self, path: &Path, limit: Option<Duration>) -> std::result::Result<SteelVal, LoadError> {
+    /// An error naming the file and, when it can be told, the line.
+    pub fn run_file(&mut self, path: &Path, limit: Option<Duration>) -> Result<SteelVal> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| LoadError::new(&name, None, e.to_string()))?;
+        let text = read_source(path)?;
         self.run_file_text(&name, &text, limit)
     }
 
-    fn run_file_text(
-        &mut self,
-        name: &str,
-        text: &str,
-        limit: Option<Duration>,
-    ) -> std::result::Result<SteelVal, LoadError> {
+    fn run_file_text(&mut self, name: &str, text: &str, limit: Option<Duration>) -> Result<SteelVal> {
         let values = self.run_source(text, name, limit, false);
         self.bind_pending();
         Ok(values?.into_iter().last().unwrap_or(SteelVal::Void))
@@ -408,10 +388,10 @@ impl Host {
     /// Loads one tool file.
     ///
     /// # Errors
-    /// A [`LoadError`] with the file, line and message.
-    pub fn load_file(&mut self, path: &Path) -> std::result::Result<(), LoadError> {
+    /// An error naming the file and, when it can be told, the line.
+    pub fn load_file(&mut self, path: &Path) -> Result<()> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| LoadError::new(&name, None, e.to_string()))?;
+        let text = read_source(path)?;
         self.load_source(&name, &text)
     }
 
@@ -419,67 +399,59 @@ impl Host {
     /// that loops forever cannot hang start-up.
     ///
     /// # Errors
-    /// A [`LoadError`] with the file, line and message.
-    pub fn load_source(&mut self, name: &str, text: &str) -> std::result::Result<(), LoadError> {
+    /// An error naming the file and, when it can be told, the line.
+    pub fn load_source(&mut self, name: &str, text: &str) -> Result<()> {
         self.load_text(name, text, false)
     }
 
-    fn load_text(&mut self, name: &str, text: &str, ours: bool) -> std::result::Result<(), LoadError> {
+    fn load_text(&mut self, name: &str, text: &str, ours: bool) -> Result<()> {
         let limit = self.shared.ctx.limits.scheme_call;
         let result = self.run_source(text, name, Some(limit), ours);
         self.bind_pending();
         result.map(|_| ())
     }
 
-    /// Runs a program under an optional time limit, reporting failures with the line they point at.
-    /// `ours` marks toolhost's own source (the prelude, the shipped tools), which may use what
-    /// untrusted scripts may not.
-    fn run_source(
-        &mut self,
-        source: &str,
-        name: &str,
-        limit: Option<Duration>,
-        ours: bool,
-    ) -> std::result::Result<Vec<SteelVal>, LoadError> {
-        let failure = |line: Option<usize>, message: String| LoadError::new(name, line, message);
+    /// Runs a program under an optional time limit, reporting failures with the file and the line
+    /// they point at. `ours` marks toolhost's own source (the prelude, the shipped tools), which may
+    /// use what untrusted scripts may not.
+    fn run_source(&mut self, source: &str, name: &str, limit: Option<Duration>, ours: bool) -> Result<Vec<SteelVal>> {
+        let failure = |kind: ErrorKind, line: Option<usize>, message: String| Error::new(kind, message).at(name, line);
         let scan = engine::scan(source);
         if let (false, false, Some(offset)) = (ours, self.trusted_scripts, scan.require_at) {
-            return Err(failure(line_of(source, offset), engine::REQUIRE_REFUSED.to_string()));
+            return Err(failure(ErrorKind::Script, line_of(source, offset), engine::REQUIRE_REFUSED.to_string()));
         }
         if let Some(offset) = scan.too_deep_at {
             let message = format!("brackets nest deeper than {} levels", engine::MAX_SOURCE_DEPTH);
-            return Err(failure(line_of(source, offset), message));
+            return Err(failure(ErrorKind::Script, line_of(source, offset), message));
         }
         self.prebind(&scan.tool_names);
-        self.shared.take_tool_error();
+        self.shared.reset_raised();
         // Clears an interrupt that arrived while nothing ran (a late Ctrl-C).
         self.engine.get_thread_state_controller().resume();
         let armed = limit.map(|l| self.watchdog.arm(l));
         let result = engine::run(&mut self.engine, source.to_string());
         let fired = armed.is_some_and(|a| self.watchdog.disarm(a));
-        let tool_error = self.shared.take_tool_error();
         result.map_err(|e| {
             if fired {
                 let secs = limit.unwrap_or_default().as_secs_f64();
-                let mut stopped = failure(None, format!("stopped after {secs} s: the time limit passed"));
-                stopped.timed_out = true;
-                return stopped;
+                return failure(ErrorKind::Timeout, None, format!("stopped after {secs} s: the time limit passed"));
             }
+            let raised = self.shared.raised(&e);
             let line = self.error_line(&e, source).or_else(|| {
-                // An error raised by a tool (register-tool's checks among them) has no span: point
-                // at the first mention of the tool it names.
-                let tool = tool_error.as_ref()?.tool()?;
+                // An error raised by a tool (register-tool's checks among them) has no span in the
+                // source: point at the first mention of the tool it names.
+                let tool = raised.as_ref()?.tool()?;
                 let at = source.find(&format!("\"{tool}\"")).or_else(|| source.find(&format!("({tool}")))?;
                 line_of(source, at)
             });
-            failure(line, steel_message(&e))
+            failure(ErrorKind::Script, line, steel_message(&e))
         })
     }
 
     /// The line of `source` an error points at: its own span, or else the innermost call in its
     /// stack trace that lies in `source`. A span counts only when steel stored this very text under
     /// its source id.
-    fn error_line(&self, e: &SteelErr, source: &str) -> Option<usize> {
+    fn error_line(&self, e: &steel::rerrs::SteelErr, source: &str) -> Option<usize> {
         let in_source = |span: &steel::parser::span::Span| {
             let id = span.source_id()?;
             let stored = self.engine.get_source(&id)?;
@@ -529,7 +501,8 @@ impl Host {
     }
 
     /// Calls a Scheme tool's procedure with converted arguments, under the per-call time limit.
-    pub(crate) fn call_scheme_tool(&mut self, name: &str, args: Vec<SteelVal>) -> Result<SteelVal> {
+    /// A failure keeps the kind of the tool error that caused it (a `denied` path stays `denied`).
+    fn call_scheme_tool(&mut self, name: &str, args: Vec<SteelVal>) -> Result<SteelVal> {
         let procs = self
             .engine
             .extract_value("%toolhost-procs")
@@ -540,12 +513,11 @@ impl Host {
         }
         .ok_or_else(|| Error::tool_failed(format!("{name}: its Scheme procedure is missing")))?;
         let limit = self.shared.ctx.limits.scheme_call;
-        self.shared.take_tool_error();
+        self.shared.reset_raised();
         let armed = self.watchdog.arm(limit);
         let result = engine::call(&mut self.engine, proc, args);
         let fired = self.watchdog.disarm(armed);
         self.bind_pending();
-        let inner = self.shared.take_tool_error();
         match result {
             Ok(v) => Ok(v),
             Err(_) if fired => Err(Error::new(
@@ -554,15 +526,17 @@ impl Host {
             )
             .with_tool(name)),
             Err(e) => {
-                let message = steel_message(&e);
-                let kind = match inner {
-                    Some(inner) if inner.message() == message => inner.kind(),
-                    _ => ErrorKind::ToolFailed,
-                };
-                Err(Error::new(kind, message).in_tool(name))
+                let kind = self.shared.raised(&e).map_or(ErrorKind::ToolFailed, |raised| raised.kind());
+                Err(Error::new(kind, steel_message(&e)).in_tool(name))
             }
         }
     }
+}
+
+/// Reads a Scheme file; an error names it.
+fn read_source(path: &Path) -> Result<String> {
+    let name = path.display().to_string();
+    std::fs::read_to_string(path).map_err(|e| Error::new(ErrorKind::Script, e.to_string()).at(name, None))
 }
 
 /// The names `prelude.scm` defines at top level.
@@ -579,23 +553,6 @@ fn line_of(text: &str, offset: usize) -> Option<usize> {
     (offset <= text.len()).then(|| text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() + 1)
 }
 
-/// steel's message without its `Error: Generic: ` decoration (kept for other kinds, which say
-/// something: `FreeIdentifier`, `ArityMismatch`, ...).
-pub(crate) fn steel_message(e: &SteelErr) -> String {
-    let text = e.to_string();
-    let generic = format!("Error: {:?}: ", SteelErrorKind::Generic);
-    // steel's `error` puts a space before its message.
-    match text.strip_prefix(&generic) {
-        Some(rest) => rest.trim_start().to_string(),
-        None => text.strip_prefix("Error: ").unwrap_or(&text).to_string(),
-    }
-}
-
-/// Our error as a Scheme error, carrying the complete message.
-pub(crate) fn to_steel_error(e: &Error) -> SteelErr {
-    SteelErr::new(SteelErrorKind::Generic, e.message().to_string())
-}
-
 /// How the REPL and `toolhost eval` print a value.
 pub fn render_result(value: &SteelVal) -> String {
     match value {
@@ -605,38 +562,5 @@ pub fn render_result(value: &SteelVal) -> String {
             Ok(json) => json.to_string(),
             Err(_) => other.to_string(),
         },
-    }
-}
-
-/// Binds a Rust tool as a global Scheme procedure: checks the arguments against the signature,
-/// passes the guard, runs the handler.
-fn bind_rust_tool(engine: &mut Engine, shared: &Arc<Shared>, tool: Arc<Primitive>) {
-    if !matches!(tool.handler, Handler::Rust(_)) {
-        return;
-    }
-    let shared = Arc::clone(shared);
-    let name = tool.name().to_string();
-    let function = move |given: &[SteelVal]| -> steel::rvals::Result<SteelVal> {
-        let run = || -> Result<SteelVal> {
-            let values = args::args_from_scheme(&tool.signature, given)?;
-            shared.guard.check(&shared.ctx, &tool, &values)?;
-            invoke_rust(&shared, &tool, &values)
-        };
-        run().map_err(|e| shared.raise(e))
-    };
-    engine.register_value(&name, SteelVal::anonymous_boxed_function(Arc::new(function)));
-}
-
-/// Runs a Rust tool's handler on checked, guarded arguments. A panic in a handler becomes a
-/// `tool_failed` error: no input may take the host down.
-pub(crate) fn invoke_rust(shared: &Shared, tool: &Primitive, values: &[SteelVal]) -> Result<SteelVal> {
-    let Handler::Rust(handler) = &tool.handler else {
-        return Err(Error::tool_failed(format!("{} is not a Rust tool", tool.name())));
-    };
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&shared.ctx, values)));
-    match outcome {
-        Ok(result) => result.map_err(|e| e.in_tool(tool.name())),
-        Err(_) => Err(Error::tool_failed(format!("{}: the tool failed unexpectedly (a bug in toolhost)", tool.name()))
-            .with_tool(tool.name())),
     }
 }

@@ -9,7 +9,11 @@
 //! the optional ones last. The same tool is then called
 //! - from Scheme, as an ordinary procedure: `(fs-read "src/main.rs" 120 50)`;
 //! - with JSON arguments by name, as a model sends them: [`Host::call_json`], which tidies,
-//!   converts, guards, runs and returns a [`CallOutcome`] with a stable error kind.
+//!   converts, guards, runs and returns a [`CallRecord`] with the result or an error of a stable
+//!   kind.
+//!
+//! From other threads (an agent loop, an MCP server), a [`HostHandle`] carries calls to the host on
+//! its own thread as plain data.
 //!
 //! ```
 //! use toolhost::{HostBuilder, Tool, ToolCtx};
@@ -45,34 +49,39 @@
 //! | [`value`] | JSON <-> Scheme values, typed empty values |
 //! | [`args`] | JSON arguments and Scheme calls to the positional values handlers see |
 //! | [`tidy`] | repairing what models send (JSON in strings, strict-mode nulls) |
-//! | [`registry`] | primitives and the registry |
+//! | [`spec`] | what models see of a tool, apart from what runs it; sets of specs |
+//! | [`registry`] | primitives (spec + handler) and the registry |
 //! | [`typed`] | registering plain Rust functions as tools |
 //! | [`schema`] | provider tool schemas |
 //! | [`strict`] | the strict-mode schema rewrite |
 //! | [`pformat`] | the P-format text dialect for models without native tool calls |
 //! | [`workspace`] | the workspace boundary |
-//! | [`guard`] | allow / deny / confirm before a call runs |
+//! | [`guard`] | allow / deny / confirm before a call runs, and the decision it records |
 //! | [`context`] | what handlers receive: workspace and limits |
 //! | `tools` | the built-in tools |
-//! | `engine`, `watchdog`, `script` | the steel engine, its time limit, the Rust half of Scheme tools |
+//! | `engine`, `watchdog` | the steel engine's module set, its time limit |
+//! | `bridge` | Scheme <-> registry: tools as procedures, `register-tool`, tool errors through Scheme |
 //! | [`host`] | the host: engine + registry + guard |
-//! | [`call`] | the JSON call path |
+//! | [`call`] | the JSON call path and the call record |
+//! | [`handle`] | the host on its own thread, reached through a `Send + Sync` handle |
 //! | [`repl`], [`cli`] | the REPL and the command line |
 
 pub mod args;
+mod bridge;
 pub mod call;
 pub mod cli;
 pub mod context;
 mod engine;
 pub mod error;
 pub mod guard;
+pub mod handle;
 pub mod host;
 pub mod param;
 pub mod pformat;
 pub mod registry;
 pub mod repl;
 pub mod schema;
-mod script;
+pub mod spec;
 pub mod strict;
 pub mod tidy;
 mod tools;
@@ -81,13 +90,15 @@ pub mod value;
 mod watchdog;
 pub mod workspace;
 
-pub use call::{CallOptions, CallOutcome};
+pub use call::{CallOptions, CallRecord, CallRequest};
 pub use context::{Limits, ToolCtx};
 pub use error::{Error, ErrorKind, Result};
-pub use guard::Guard;
-pub use host::{Host, HostBuilder, Interrupter, LoadError};
+pub use guard::{Decision, Guard};
+pub use handle::HostHandle;
+pub use host::{Host, HostBuilder, Interrupter};
 pub use param::{Param, ParamType, Signature, Skipped};
-pub use registry::{Annotations, Handler, Primitive, Registry};
+pub use registry::{Handler, Primitive, Registry};
+pub use spec::{Annotations, SpecSet, ToolSpec};
 pub use typed::Tool;
 pub use workspace::Workspace;
 

@@ -6,7 +6,8 @@
 use crate::error::{Error, ErrorKind, Result};
 
 /// The type of a parameter, as declared by a tool and shown to models.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ParamType {
     /// A string.
     String,
@@ -88,7 +89,7 @@ impl ParamType {
 }
 
 /// One parameter of a tool.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Param {
     /// The name models send it under (`replace-all`, `timeout-s`).
     pub name: String,
@@ -114,7 +115,8 @@ impl Param {
 
 /// How a skipped optional parameter (one left out before a later one that is given) reaches the
 /// handler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Skipped {
     /// As its type's empty value (`""`, `0`, `#f`, `'()`, an empty hash map, void for `any`): the
     /// handler treats the empty value as "not given". Host primitives work this way.
@@ -126,7 +128,7 @@ pub enum Skipped {
 
 /// The calling convention of a tool: its name, ordered parameters (required ones first), an
 /// optional variadic tail, and how skipped optionals arrive.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Signature {
     /// The tool's name.
     pub name: String,

@@ -50,7 +50,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{Error, ErrorKind};
 use crate::param::{Param, ParamType, Signature};
-use crate::registry::{Handler, Primitive, Registry, RustHandler};
+use crate::spec::{SpecSet, ToolSpec};
 
 const OPEN: &str = "<tool_call>";
 const CLOSE: &str = "</tool_call>";
@@ -76,9 +76,9 @@ pub type ParsedCall = Result<Call, Error>;
 ///
 /// ```
 /// use serde_json::json;
-/// use toolhost::pformat::{example_registry, parse};
+/// use toolhost::pformat::{example_specs, parse};
 ///
-/// let registry = example_registry();
+/// let registry = example_specs();
 /// let reply = "Checking two cities.\n\
 ///     <tool_call>get-weather[0|Paris|1|3]</tool_call>\n\
 ///     <tool_call>get-weather[Lima]</tool_call>";
@@ -91,7 +91,7 @@ pub type ParsedCall = Result<Call, Error>;
 /// let refused = calls[1].as_ref().unwrap_err();
 /// assert!(refused.message().contains("get-weather[0|<city>|1|<days>|2|<readings>]"));
 /// ```
-pub fn parse(text: &str, registry: &Registry) -> Vec<ParsedCall> {
+pub fn parse(text: &str, registry: &SpecSet) -> Vec<ParsedCall> {
     let mut calls = Vec::new();
     let mut pos = 0;
     while let Some((at, marker)) = next_marker(text, pos) {
@@ -123,12 +123,12 @@ pub fn parse(text: &str, registry: &Registry) -> Vec<ParsedCall> {
 ///
 /// ```
 /// use serde_json::json;
-/// use toolhost::pformat::{example_registry, parse_to_json};
+/// use toolhost::pformat::{example_specs, parse_to_json};
 ///
-/// let out = parse_to_json("<tool_call>get-weather[0|Oslo|2|]</tool_call>", &example_registry());
+/// let out = parse_to_json("<tool_call>get-weather[0|Oslo|2|]</tool_call>", &example_specs());
 /// assert_eq!(out, json!([{"name": "get-weather", "arguments": {"city": "Oslo"}}]));
 /// ```
-pub fn parse_to_json(text: &str, registry: &Registry) -> Value {
+pub fn parse_to_json(text: &str, registry: &SpecSet) -> Value {
     let entries = parse(text, registry)
         .into_iter()
         .map(|parsed| match parsed {
@@ -151,9 +151,9 @@ pub fn parse_to_json(text: &str, registry: &Registry) -> Value {
 ///
 /// ```
 /// use serde_json::json;
-/// use toolhost::pformat::{example_registry, render_call};
+/// use toolhost::pformat::{example_specs, render_call};
 ///
-/// let registry = example_registry();
+/// let registry = example_specs();
 /// let sig = &registry.get("get-weather").unwrap().signature;
 /// let args = json!({"city": "Rio | Niterói", "readings": ["rain"]});
 /// assert_eq!(
@@ -170,9 +170,9 @@ pub fn render_call(signature: &Signature, arguments: &Map<String, Value>) -> Str
 /// `fs-read[0|<path>|1|<start>|2|<count>]`.
 ///
 /// ```
-/// use toolhost::pformat::{example_registry, placeholder_signature};
+/// use toolhost::pformat::{example_specs, placeholder_signature};
 ///
-/// let registry = example_registry();
+/// let registry = example_specs();
 /// let sig = &registry.get("save-note").unwrap().signature;
 /// assert_eq!(placeholder_signature(sig), "save-note[0|<title>|1|<text>]");
 /// ```
@@ -186,19 +186,19 @@ pub fn placeholder_signature(signature: &Signature) -> String {
 /// blank line.
 ///
 /// ```
-/// use toolhost::pformat::{catalogue, example_registry};
+/// use toolhost::pformat::{catalogue, example_specs};
 ///
-/// let text = catalogue(&example_registry());
+/// let text = catalogue(&example_specs());
 /// assert!(text.starts_with("get-weather[0|<city>|1|<days>|2|<readings>]\n"));
 /// assert!(text.contains("  1 days (integer, optional): "));
 /// ```
-pub fn catalogue(registry: &Registry) -> String {
+pub fn catalogue(registry: &SpecSet) -> String {
     let entries: Vec<String> = registry.iter().map(|p| catalogue_entry(&p.signature, &p.description)).collect();
     entries.join("\n")
 }
 
 /// The instructions for the prompt: how to write a call, escaping, empty values, the JSON form,
-/// and worked examples. The examples call the tools of [`example_registry`] (the instructions say
+/// and worked examples. The examples call the tools of [`example_specs`] (the instructions say
 /// they are examples); each is rendered by [`render_call`] and followed by a line
 /// `is the call {"name": ..., "arguments": ...}` giving the call it stands for.
 ///
@@ -207,7 +207,7 @@ pub fn catalogue(registry: &Registry) -> String {
 /// assert!(instructions().contains("<tool_call>get-weather[0|Paris]</tool_call>"));
 /// ```
 pub fn instructions() -> String {
-    let registry = example_registry();
+    let registry = example_specs();
     let mut out = String::from(INSTRUCTIONS_HEAD);
     out.push_str(&catalogue(&registry));
     out.push_str(INSTRUCTIONS_RULES);
@@ -227,13 +227,11 @@ pub fn instructions() -> String {
     out
 }
 
-/// The registry of the example tools [`instructions`] uses in its worked examples (`get-weather`
-/// and `save-note`). Their handlers only fail: they exist so the examples can be parsed and
-/// checked, and for documentation.
-pub fn example_registry() -> Registry {
-    let mut registry = Registry::new();
-    let handler: RustHandler =
-        std::sync::Arc::new(|_, _| Err(Error::tool_failed("an example tool from the P-format instructions")));
+/// The specs of the example tools [`instructions`] uses in its worked examples (`get-weather` and
+/// `save-note`). They have no handlers: they exist so the examples can be parsed and checked, and
+/// for documentation.
+pub fn example_specs() -> SpecSet {
+    let mut registry = SpecSet::new();
     let weather = Signature::new(
         "get-weather",
         vec![
@@ -256,7 +254,7 @@ pub fn example_registry() -> Registry {
     let tools = [(weather, "The weather forecast for a city."), (note, "Save a note.")];
     for (signature, description) in tools {
         // Both signatures are fixed and valid, and a unit test checks that both register.
-        let _ = registry.register(Primitive::new(signature, description, Handler::Rust(handler.clone())));
+        let _ = registry.insert(std::sync::Arc::new(ToolSpec::new(signature, description)));
     }
     registry
 }
@@ -341,7 +339,7 @@ fn next_marker(text: &str, from: usize) -> Option<(usize, Marker)> {
     None
 }
 
-fn parse_body(body: &str, registry: &Registry) -> ParsedCall {
+fn parse_body(body: &str, registry: &SpecSet) -> ParsedCall {
     let trimmed = body.trim();
     if trimmed.is_empty() {
         return Err(bad(None, format!("a tool_call tag is empty. {GENERIC_FORM}")));
@@ -357,7 +355,7 @@ const GENERIC_FORM: &str = "A tag holds one call: the tool's name and its argume
 slot|value pairs, name[0|value|1|value], with slots numbered as the catalogue shows; or a JSON \
 object {\"name\": \"...\", \"arguments\": {...}}.";
 
-fn parse_pformat_body(body: &str, registry: &Registry) -> ParsedCall {
+fn parse_pformat_body(body: &str, registry: &SpecSet) -> ParsedCall {
     let (name, args) = match body.find('[') {
         Some(i) => (body[..i].trim(), Some(&body[i + 1..])),
         None => (body.trim(), None),
@@ -483,7 +481,7 @@ fn slot_number(token: &str) -> Option<usize> {
     Some(digits.parse::<usize>().unwrap_or(usize::MAX))
 }
 
-fn parse_json_body(body: &str, registry: &Registry) -> ParsedCall {
+fn parse_json_body(body: &str, registry: &SpecSet) -> ParsedCall {
     let shape = "the JSON form is {\"name\": \"TOOL\", \"arguments\": {\"PARAMETER\": VALUE, ...}}";
     let mut object = match serde_json::from_str::<Value>(body) {
         Ok(Value::Object(object)) => object,
@@ -515,7 +513,7 @@ fn parse_json_body(body: &str, registry: &Registry) -> ParsedCall {
     Ok(Call { name: sig.name.clone(), arguments })
 }
 
-fn unclosed(body: &str, registry: &Registry) -> Error {
+fn unclosed(body: &str, registry: &SpecSet) -> Error {
     let problem = "this tool_call tag is not closed with </tool_call> before the next tag or the \
                    end of the reply, so it was not read";
     let name = body.find('[').map_or(body, |i| &body[..i]).trim();
@@ -525,7 +523,7 @@ fn unclosed(body: &str, registry: &Registry) -> Error {
     }
 }
 
-fn lookup<'r>(name: &str, registry: &'r Registry) -> Result<&'r std::sync::Arc<Primitive>, Error> {
+fn lookup<'r>(name: &str, registry: &'r SpecSet) -> Result<&'r std::sync::Arc<ToolSpec>, Error> {
     if name.is_empty() {
         return Err(bad(None, format!("the call has no tool name. {GENERIC_FORM}")));
     }
@@ -684,9 +682,8 @@ mod tests {
 
     /// The example tools plus one of every other shape: an `any` slot, a variadic tool, a tool
     /// without parameters, and a tool whose real name maps to a provider name.
-    fn registry() -> Registry {
-        let mut registry = example_registry();
-        let handler: RustHandler = std::sync::Arc::new(|_, _| Err(Error::tool_failed("test")));
+    fn registry() -> SpecSet {
+        let mut registry = example_specs();
         let mut variadic = Signature::new("concat", vec![Param::required("first", ParamType::String, "")]);
         variadic.rest = Some(Param::required("more", ParamType::String, ""));
         let sigs = [
@@ -699,7 +696,7 @@ mod tests {
             Signature::new("srv.read", vec![Param::required("path", ParamType::String, "")]),
         ];
         for sig in sigs {
-            registry.register(Primitive::new(sig, "", Handler::Rust(handler.clone()))).unwrap();
+            registry.insert(std::sync::Arc::new(ToolSpec::new(sig, ""))).unwrap();
         }
         registry
     }
@@ -734,7 +731,7 @@ mod tests {
 
     #[test]
     fn example_tools_all_register() {
-        let names: Vec<String> = example_registry().iter().map(|p| p.name().to_string()).collect();
+        let names: Vec<String> = example_specs().iter().map(|p| p.name().to_string()).collect();
         assert_eq!(names, ["get-weather", "save-note"]);
     }
 

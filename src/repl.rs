@@ -104,9 +104,9 @@ pub fn respond(host: &mut Host, input: &str) -> Option<String> {
 }
 
 fn tools_listing(host: &Host) -> String {
-    let registry = host.registry();
+    let specs = host.specs();
     let mut out = String::new();
-    for tool in registry.iter() {
+    for tool in specs.iter() {
         let summary = tool.description.split(". ").next().unwrap_or("").trim_end_matches('.');
         out.push_str(&format!("{}\n    {summary}\n", tool.signature.render()));
     }
@@ -118,8 +118,8 @@ pub fn tool_help(host: &Host, name: &str) -> String {
     let Some(tool) = host.tool(name) else {
         return format!("there is no tool called \"{name}\"; :tools lists them");
     };
-    let sig = &tool.signature;
-    let mut out = format!("{}\n\n{}\n", sig.render(), tool.description);
+    let sig = tool.signature();
+    let mut out = format!("{}\n\n{}\n", sig.render(), tool.spec.description);
     if !sig.params.is_empty() || sig.rest.is_some() {
         out.push('\n');
     }
@@ -181,7 +181,7 @@ impl Validator for ReplHelper {}
 impl Helper for ReplHelper {}
 
 fn completion_words(host: &Host) -> Vec<String> {
-    let mut words: Vec<String> = host.registry().iter().map(|t| t.name().to_string()).collect();
+    let mut words: Vec<String> = host.specs().iter().map(|t| t.name().to_string()).collect();
     words.extend([":tools", ":help", ":call", ":quit"].map(String::from));
     words
 }

@@ -7,11 +7,12 @@
 use serde_json::{json, Map, Value};
 
 use crate::param::{provider_name, Param, Signature};
-use crate::registry::Primitive;
+use crate::spec::ToolSpec;
 use crate::strict::strict_openai_tool;
 
 /// The catalogue shapes toolhost can print.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Format {
     /// `{"type":"function","function":{"name","description","parameters"}}`.
     OpenAi,
@@ -62,6 +63,15 @@ fn property(param: &Param) -> Value {
     Value::Object(out)
 }
 
+/// The JSON Schema providers are shown for a tool's arguments: the tool's own raw schema when it
+/// came with one (an MCP tool's `inputSchema`), else the one projected from its signature.
+pub fn arguments_schema(spec: &ToolSpec) -> Value {
+    match &spec.input_schema {
+        Some(raw) => raw.clone(),
+        None => parameters_schema(&spec.signature),
+    }
+}
+
 /// One tool in a provider's shape, under the name the provider can take.
 ///
 /// ```
@@ -69,14 +79,14 @@ fn property(param: &Param) -> Value {
 /// let dir = tempfile::tempdir().unwrap();
 /// let host = toolhost::Host::new(dir.path()).unwrap();
 /// let fs_read = host.tool("fs-read").unwrap();
-/// let strict = tool_schema(&fs_read, Format::OpenAiStrict);
+/// let strict = tool_schema(&fs_read.spec, Format::OpenAiStrict);
 /// assert_eq!(strict["function"]["strict"], true);
 /// // The optional start is required and admits null in strict mode.
 /// assert_eq!(strict["function"]["parameters"]["properties"]["start"]["type"], serde_json::json!(["integer", "null"]));
 /// ```
-pub fn tool_schema(tool: &Primitive, format: Format) -> Value {
+pub fn tool_schema(tool: &ToolSpec, format: Format) -> Value {
     let name = provider_name(tool.name()).unwrap_or_else(|| tool.name().to_string());
-    let parameters = parameters_schema(&tool.signature);
+    let parameters = arguments_schema(tool);
     match format {
         Format::OpenAiStrict => strict_openai_tool(&tool_schema(tool, Format::OpenAi)),
         Format::OpenAi => json!({
@@ -97,6 +107,6 @@ pub fn tool_schema(tool: &Primitive, format: Format) -> Value {
 }
 
 /// Every tool in a provider's shape, as a JSON array.
-pub fn catalogue<'a>(tools: impl IntoIterator<Item = &'a Primitive>, format: Format) -> Value {
+pub fn catalogue<'a>(tools: impl IntoIterator<Item = &'a ToolSpec>, format: Format) -> Value {
     Value::Array(tools.into_iter().map(|t| tool_schema(t, format)).collect())
 }

@@ -10,7 +10,8 @@ use steel::rvals::SteelVal;
 use crate::context::ToolCtx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::param::{Param, ParamType, Signature, Skipped};
-use crate::registry::{Annotations, Handler, Preview, Primitive};
+use crate::registry::{Handler, Preview, Primitive};
+use crate::spec::{Annotations, ToolSpec};
 use crate::value;
 
 /// A Rust type a tool parameter can be declared as. `Option<T>` makes the parameter optional.
@@ -200,7 +201,7 @@ impl IntoPreview for Result<String> {
 ///     .param("times", "How often; once when left out")
 ///     .build(greet)
 ///     .unwrap();
-/// assert_eq!(tool.signature.render(), "(greet name [times])");
+/// assert_eq!(tool.signature().render(), "(greet name [times])");
 /// registry.register(tool).unwrap();
 /// ```
 pub struct Tool {
@@ -331,9 +332,12 @@ impl Tool {
         signature.validate()?;
         let function = Arc::new(function);
         Ok(Primitive {
-            signature,
-            description: self.description,
-            annotations: self.annotations,
+            spec: Arc::new(ToolSpec {
+                signature,
+                description: self.description,
+                annotations: self.annotations,
+                input_schema: None,
+            }),
             handler: Handler::Rust(Arc::new(move |ctx, args| function.call(ctx, args))),
             preview: self.preview.map(|p| p.run),
         })

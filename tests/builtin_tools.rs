@@ -186,8 +186,12 @@ fn shell_exec_caps_its_output() {
     let dir = workspace(&[]);
     let mut host = host(&dir);
     let text = ok_text(&host.call("shell-exec", json!({"cmd": "yes abcdefghi | head -c 100000"})));
-    assert!(text.contains("[... 70,000 more bytes of stdout cut]"), "{}", &text[text.len() - 200..]);
-    assert!(text.len() < 31_000);
+    let limits = toolhost::Limits::default();
+    let cut = 100_000 - limits.shell_stream_bytes();
+    let cut = format!("{},{:03}", cut / 1000, cut % 1000);
+    assert!(text.contains(&format!("[... {cut} more bytes of stdout cut]")), "{}", &text[text.len() - 200..]);
+    // Both streams and the headers fit in one result as a model is shown it.
+    assert!(text.len() <= limits.output_chars, "{} bytes", text.len());
 }
 
 fn files_in(dir: &Path) -> Vec<String> {
@@ -217,9 +221,9 @@ fn guard_rules_deny_and_confirm_before_anything_runs() {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let record = seen.clone();
     let guard = Guard::default().rule(Rule::new("fs-*", Action::Confirm).unwrap()).confirmer(std::sync::Arc::new(
-        move |_tool, preview: &str| {
-            *record.lock().unwrap() = preview.to_string();
-            true
+        move |request: &toolhost::guard::ConfirmRequest<'_>| {
+            *record.lock().unwrap() = request.preview.to_string();
+            toolhost::guard::Answer { yes: true, by: "test".into() }
         },
     ));
     let mut host = toolhost::HostBuilder::new(dir.path()).guard(guard).build().unwrap();
@@ -240,7 +244,7 @@ fn finishes_within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + S
 
 /// The kind and message of a call's error, or the text of its result, as plain strings a thread
 /// can hand back.
-fn outcome_strings(outcome: &toolhost::CallOutcome) -> Result<String, (String, String)> {
+fn outcome_strings(outcome: &toolhost::CallRecord) -> Result<String, (String, String)> {
     match &outcome.result {
         Ok(serde_json::Value::String(s)) => Ok(s.clone()),
         Ok(other) => Ok(other.to_string()),
@@ -298,9 +302,9 @@ fn confirmation_previews_of_a_fifo_are_an_error_instead_of_blocking() {
         let asked = std::sync::Arc::new(std::sync::Mutex::new(0));
         let count = asked.clone();
         let guard = Guard::default().rule(Rule::new("fs-*", Action::Confirm).unwrap()).confirmer(std::sync::Arc::new(
-            move |_tool, _preview: &str| {
+            move |_request: &toolhost::guard::ConfirmRequest<'_>| {
                 *count.lock().unwrap() += 1;
-                true
+                toolhost::guard::Answer { yes: true, by: "test".into() }
             },
         ));
         let mut host = toolhost::HostBuilder::new(&root).guard(guard).build().expect("host");
@@ -329,7 +333,7 @@ fn fs_read_with_a_huge_count_stops_at_the_byte_cap_with_a_next_start() {
     let text = ok_text(&host.call("fs-read", json!({"path": "big.txt", "count": i64::MAX})));
     let (body, note) = text.trim_end_matches('\n').rsplit_once('\n').unwrap();
     let body = format!("{body}\n");
-    let cap = toolhost::Limits::default().read_bytes;
+    let cap = toolhost::Limits::default().output_budget();
     assert!(body.len() <= cap && body.len() > cap - 200, "{} bytes of lines for a cap of {cap}", body.len());
     let shown = numbered_lines(&body);
     let last = *shown.last().unwrap();
@@ -452,9 +456,9 @@ fn confirmation_previews_show_the_diff_for_file_tools_and_the_command_for_shell_
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, String)>::new()));
     let record = seen.clone();
     let guard = Guard::default().rule(Rule::new("*", Action::Confirm).unwrap()).confirmer(std::sync::Arc::new(
-        move |tool: &toolhost::Primitive, preview: &str| {
-            record.lock().unwrap().push((tool.name().to_string(), preview.to_string()));
-            true
+        move |request: &toolhost::guard::ConfirmRequest<'_>| {
+            record.lock().unwrap().push((request.tool.to_string(), request.preview.to_string()));
+            toolhost::guard::Answer { yes: true, by: "test".into() }
         },
     ));
     let mut host = toolhost::HostBuilder::new(dir.path()).guard(guard).build().unwrap();

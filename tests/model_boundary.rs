@@ -6,11 +6,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
-use toolhost::guard::{Action, Guard, Rule};
+use toolhost::guard::{Action, Answer, ConfirmRequest, Guard, Rule};
 use toolhost::param::provider_name;
 use toolhost::registry::RustHandler;
 use toolhost::schema::{catalogue, tool_schema, Format};
-use toolhost::{CallOptions, CallOutcome, Handler, Host, HostBuilder, Param, ParamType, Primitive, Registry};
+use toolhost::{CallOptions, CallRecord, Handler, Host, HostBuilder, Param, ParamType, Primitive, Registry};
 use toolhost::{Signature, Skipped};
 
 const ALL_FORMATS: [Format; 4] = [Format::OpenAi, Format::OpenAiStrict, Format::Anthropic, Format::Mcp];
@@ -45,14 +45,14 @@ fn host(dir: &Path) -> Host {
     HostBuilder::new(dir).tool(echo_args()).build().unwrap()
 }
 
-fn ok(outcome: &CallOutcome) -> &Value {
+fn ok(outcome: &CallRecord) -> &Value {
     match &outcome.result {
         Ok(v) => v,
         Err(e) => panic!("the call failed: {} ({})", e.message(), e.kind().as_str()),
     }
 }
 
-fn error_kind(outcome: &CallOutcome) -> &'static str {
+fn error_kind(outcome: &CallRecord) -> &'static str {
     match &outcome.result {
         Ok(v) => panic!("the call succeeded with {v}"),
         Err(e) => e.kind().as_str(),
@@ -203,9 +203,9 @@ fn the_guard_judges_the_tidied_call() {
     let previews = Arc::new(Mutex::new(Vec::new()));
     let seen = previews.clone();
     let guard = Guard::default().rule(Rule::new("echo-args", Action::Confirm).unwrap()).confirmer(Arc::new(
-        move |_tool, preview: &str| {
-            seen.lock().unwrap().push(preview.to_string());
-            true
+        move |request: &ConfirmRequest<'_>| {
+            seen.lock().unwrap().push(request.preview.to_string());
+            Answer { yes: true, by: "test".into() }
         },
     ));
     let mut host = HostBuilder::new(dir.path()).tool(echo_args()).guard(guard).build().unwrap();
@@ -319,9 +319,9 @@ fn every_fixture_tool_name_maps_to_a_sendable_name_and_back() {
         // The real name still finds it too.
         assert_eq!(registry.get_by_provider_name(real).map(|p| p.name()), Some(real.as_str()));
         let tool = registry.get(real).unwrap();
-        assert_eq!(tool_schema(tool, Format::OpenAi)["function"]["name"], json!(mapped));
-        assert_eq!(tool_schema(tool, Format::OpenAiStrict)["function"]["name"], json!(mapped));
-        assert_eq!(tool_schema(tool, Format::Anthropic)["name"], json!(mapped));
+        assert_eq!(tool_schema(&tool.spec, Format::OpenAi)["function"]["name"], json!(mapped));
+        assert_eq!(tool_schema(&tool.spec, Format::OpenAiStrict)["function"]["name"], json!(mapped));
+        assert_eq!(tool_schema(&tool.spec, Format::Anthropic)["name"], json!(mapped));
     }
 }
 
@@ -345,7 +345,7 @@ fn calls_to_mapped_names_reach_the_real_tool() {
         for tool in fixture(server) {
             let primitive = mcp_primitive(server, &tool);
             let args: serde_json::Map<String, Value> = primitive
-                .signature
+                .signature()
                 .params
                 .iter()
                 .filter(|p| !p.optional)
@@ -403,7 +403,7 @@ fn no_emitted_schema_carries_a_default_in_any_format() {
     let registry = host.registry();
     assert!(registry.len() > 35, "{} tools", registry.len());
     for format in ALL_FORMATS {
-        let emitted = catalogue(registry.iter().map(|t| t.as_ref()), format);
+        let emitted = catalogue(registry.iter().map(|t| t.spec.as_ref()), format);
         let mut found = Vec::new();
         defaults(&emitted, "", &mut found);
         assert!(found.is_empty(), "{format:?}: {found:?}");
@@ -430,13 +430,13 @@ fn catalogue_properties_keep_declared_order_and_required_lists_only_required() {
     let registry = host.registry();
     assert!(registry.get("fs-read").is_some() && registry.get("git-log").is_some(), "built-in and Scheme tools");
     for tool in registry.iter() {
-        let declared: Vec<&str> = tool.signature.params.iter().map(|p| p.name.as_str()).collect();
+        let declared: Vec<&str> = tool.signature().params.iter().map(|p| p.name.as_str()).collect();
         let required: Vec<&str> =
-            tool.signature.params.iter().filter(|p| !p.optional).map(|p| p.name.as_str()).collect();
+            tool.signature().params.iter().filter(|p| !p.optional).map(|p| p.name.as_str()).collect();
         for (format, parameters) in [
-            (Format::OpenAi, tool_schema(tool, Format::OpenAi)["function"]["parameters"].clone()),
-            (Format::Anthropic, tool_schema(tool, Format::Anthropic)["input_schema"].clone()),
-            (Format::Mcp, tool_schema(tool, Format::Mcp)["inputSchema"].clone()),
+            (Format::OpenAi, tool_schema(&tool.spec, Format::OpenAi)["function"]["parameters"].clone()),
+            (Format::Anthropic, tool_schema(&tool.spec, Format::Anthropic)["input_schema"].clone()),
+            (Format::Mcp, tool_schema(&tool.spec, Format::Mcp)["inputSchema"].clone()),
         ] {
             let keys: Vec<&str> = parameters["properties"].as_object().unwrap().keys().map(String::as_str).collect();
             assert_eq!(keys, declared, "{} {format:?}", tool.name());
@@ -444,15 +444,18 @@ fn catalogue_properties_keep_declared_order_and_required_lists_only_required() {
         }
         // Strict mode lists them all, in the same order. An `object` parameter is a free-form map
         // and an `any` parameter is unconstrained, so a tool with one is sent non-strict.
-        let strict = tool_schema(tool, Format::OpenAiStrict);
-        let expressible = tool.signature.params.iter().all(|p| !matches!(p.ty, ParamType::Object | ParamType::Any));
+        let strict = tool_schema(&tool.spec, Format::OpenAiStrict);
+        let expressible = tool.signature().params.iter().all(|p| !matches!(p.ty, ParamType::Object | ParamType::Any));
         assert_eq!(strict["function"]["strict"], json!(expressible), "{}", tool.name());
         if expressible {
             assert_eq!(strict["function"]["parameters"]["required"], json!(declared), "{}", tool.name());
         }
     }
-    assert_eq!(tool_schema(registry.get("echo-args").unwrap(), Format::OpenAiStrict)["function"]["strict"], false);
-    let fs_read = tool_schema(registry.get("fs-read").unwrap(), Format::OpenAi);
+    assert_eq!(
+        tool_schema(&registry.get("echo-args").unwrap().spec, Format::OpenAiStrict)["function"]["strict"],
+        false
+    );
+    let fs_read = tool_schema(&registry.get("fs-read").unwrap().spec, Format::OpenAi);
     assert_eq!(fs_read["function"]["parameters"]["required"], json!(["path"]));
 }
 

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Map, Value};
 use toolhost::pformat::{self, Call, ParsedCall};
-use toolhost::{Host, Param, ParamType, Registry, Signature};
+use toolhost::{Host, Param, ParamType, Signature, SpecSet};
 
 /// A workspace holding `a.txt`, 300 lines `line 1` .. `line 300`.
 fn workspace() -> tempfile::TempDir {
@@ -28,7 +28,7 @@ fn only(calls: Vec<ParsedCall>) -> ParsedCall {
 }
 
 /// The arguments as the call path will see them: tidied for the tool's signature.
-fn tidied(registry: &Registry, call: &Call) -> Value {
+fn tidied(registry: &SpecSet, call: &Call) -> Value {
     let sig = &registry.get(&call.name).expect("a registered tool").signature;
     let mut arguments = Value::Object(call.arguments.clone());
     toolhost::tidy::tidy(sig, &mut arguments);
@@ -53,7 +53,7 @@ fn numbered_lines(text: &str) -> Vec<usize> {
 fn sparse_fs_read_names_its_slots_and_reads_lines_one_to_five() {
     let dir = workspace();
     let mut host = host(&dir);
-    let registry = host.registry();
+    let registry = host.specs();
     let call = only(pformat::parse("<tool_call>fs-read[0|a.txt|2|5]</tool_call>", &registry)).expect("read");
     assert_eq!(call.name, "fs-read");
     assert_eq!(tidied(&registry, &call), json!({"path": "a.txt", "count": 5}));
@@ -66,7 +66,7 @@ fn sparse_fs_read_names_its_slots_and_reads_lines_one_to_five() {
 fn bare_positional_and_one_slot_late_forms_are_refused_not_bound() {
     let dir = workspace();
     let host = host(&dir);
-    let registry = host.registry();
+    let registry = host.specs();
     let cases = [
         ("index-grep[||*.rs]", "index-grep", "index-grep[0|<pattern>|1|<glob>]"),
         ("fs-read[a.txt|1|5]", "fs-read", "fs-read[0|<path>|1|<start>|2|<count>]"),
@@ -94,7 +94,7 @@ fn bare_positional_and_one_slot_late_forms_are_refused_not_bound() {
 fn an_empty_repeat_retracts_the_required_path_and_the_call_path_says_it_is_missing() {
     let dir = workspace();
     let mut host = host(&dir);
-    let registry = host.registry();
+    let registry = host.specs();
     let call = only(pformat::parse("<tool_call>fs-read[0|a.txt|0|]</tool_call>", &registry)).expect("read");
     assert!(call.arguments.is_empty(), "{call:?}");
     let (kind, message) = run(&mut host, &call).expect_err("path is required");
@@ -106,7 +106,7 @@ fn an_empty_repeat_retracts_the_required_path_and_the_call_path_says_it_is_missi
 fn a_number_slot_holding_text_is_a_wrong_type_the_model_sees() {
     let dir = workspace();
     let mut host = host(&dir);
-    let registry = host.registry();
+    let registry = host.specs();
     let call = only(pformat::parse("<tool_call>fs-read[0|a.txt|1|abc]</tool_call>", &registry)).expect("read");
     let (kind, message) = run(&mut host, &call).expect_err("abc is no integer");
     assert_eq!(kind, "wrong_type", "{message}");
@@ -117,7 +117,7 @@ fn a_number_slot_holding_text_is_a_wrong_type_the_model_sees() {
 fn a_value_with_pipe_bracket_backslash_and_newline_round_trips_into_a_real_file() {
     let dir = workspace();
     let mut host = host(&dir);
-    let registry = host.registry();
+    let registry = host.specs();
     let sig = &registry.get("fs-write").expect("fs-write").signature;
     let content = "fn main() {\n    let v = [1, 2];\n    println!(\"a|b\\\\n{}\", v[0]);\n}\n";
     let arguments = json!({"path": "out/b.rs", "content": content});
@@ -135,7 +135,7 @@ fn a_value_with_pipe_bracket_backslash_and_newline_round_trips_into_a_real_file(
 fn mixed_pformat_and_json_tags_in_one_reply_each_run() {
     let dir = workspace();
     let mut host = host(&dir);
-    let registry = host.registry();
+    let registry = host.specs();
     let reply = "Two reads and a slip.\n\
         <tool_call>fs-read[0|a.txt|1|2|2|1]</tool_call>\n\
         then, as JSON:\n\
@@ -161,7 +161,7 @@ fn parse_to_json_has_one_entry_per_tag() {
     let dir = workspace();
     let host = host(&dir);
     let text = "<tool_call>fs-list[]</tool_call> and <tool_call>fs-list[depth]</tool_call>";
-    let out = pformat::parse_to_json(text, &host.registry());
+    let out = pformat::parse_to_json(text, &host.specs());
     let entries = out.as_array().expect("array");
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[0], json!({"name": "fs-list", "arguments": {}}));
@@ -174,13 +174,13 @@ fn parse_to_json_has_one_entry_per_tag() {
 fn the_catalogue_shows_placeholder_signatures_with_parameters_beneath() {
     let dir = workspace();
     let host = host(&dir);
-    let text = pformat::catalogue(&host.registry());
+    let text = pformat::catalogue(&host.specs());
     assert!(text.contains("fs-read[0|<path>|1|<start>|2|<count>]\n"), "{text}");
     assert!(text.contains("  0 path (string, required): File to read"), "{text}");
     assert!(text.contains("  2 count (integer, optional): "), "{text}");
     assert!(text.contains("fs-edit[0|<path>|1|<old>|2|<new>|3|<replace-all>]\n"), "{text}");
     assert!(text.contains("  3 replace-all (true or false, optional): "), "{text}");
-    for primitive in host.registry().iter() {
+    for primitive in host.specs().iter() {
         let form = pformat::placeholder_signature(&primitive.signature);
         assert!(text.contains(&format!("{form}\n")), "{form} missing from\n{text}");
     }
@@ -189,7 +189,7 @@ fn the_catalogue_shows_placeholder_signatures_with_parameters_beneath() {
 #[test]
 fn every_worked_example_in_the_instructions_parses_to_the_call_it_claims() {
     let text = pformat::instructions();
-    let registry = pformat::example_registry();
+    let registry = pformat::example_specs();
     let calls = pformat::parse(&text, &registry);
     let claims: Vec<Value> = text
         .lines()
@@ -311,10 +311,8 @@ fn arguments_for(sig: &Signature) -> BoxedStrategy<Map<String, Value>> {
 
 /// A registry with a parameter of every type, a variadic tool and a tool that skips as void, so
 /// the property covers what the shipped catalogue does not.
-fn every_type_registry() -> Registry {
-    let mut registry = Registry::new();
-    let handler: toolhost::registry::RustHandler =
-        std::sync::Arc::new(|_, _| Err(toolhost::Error::tool_failed("test")));
+fn every_type_registry() -> SpecSet {
+    let mut registry = SpecSet::new();
     let mut all = vec![Param::required("s", ParamType::String, "")];
     all.extend(ParamType::ALL.iter().map(|ty| Param::optional(format!("{}-opt", ty.name()), *ty, "")));
     let mut variadic = Signature::new("srv.concat", vec![Param::required("first", ParamType::Integer, "")]);
@@ -322,14 +320,12 @@ fn every_type_registry() -> Registry {
     let mut void = Signature::new("void", vec![Param::optional("flag", ParamType::Boolean, "")]);
     void.skipped = toolhost::Skipped::Void;
     for sig in [Signature::new("typed", all), variadic, void] {
-        registry
-            .register(toolhost::Primitive::new(sig, "", toolhost::Handler::Rust(handler.clone())))
-            .expect("register");
+        registry.insert(std::sync::Arc::new(toolhost::ToolSpec::new(sig, ""))).expect("register");
     }
     registry
 }
 
-fn check_round_trips(registry: &Registry, cases: u32) {
+fn check_round_trips(registry: &SpecSet, cases: u32) {
     let sigs: Vec<Signature> = registry.iter().map(|p| p.signature.clone()).collect();
     let strategy = proptest::sample::select(sigs).prop_flat_map(|sig| {
         let args = arguments_for(&sig);
@@ -365,7 +361,7 @@ fn check_round_trips(registry: &Registry, cases: u32) {
 fn rendering_then_parsing_gives_the_arguments_back_for_every_catalogue_tool() {
     let dir = workspace();
     let host = host(&dir);
-    check_round_trips(&host.registry(), 1024);
+    check_round_trips(&host.specs(), 1024);
 }
 
 #[test]
@@ -400,7 +396,7 @@ fn model_text(names: Vec<String>) -> BoxedStrategy<String> {
 fn no_text_makes_the_parser_panic_and_every_opening_tag_gets_one_entry() {
     let dir = workspace();
     let host = host(&dir);
-    let registry = host.registry();
+    let registry = host.specs();
     let mut names: Vec<String> = registry.iter().map(|p| p.name().to_string()).collect();
     names.push("srv__concat".into());
     let mut runner = TestRunner::new(Config { cases: 2048, ..Config::default() });
@@ -423,7 +419,7 @@ fn no_text_makes_the_parser_panic_and_every_opening_tag_gets_one_entry() {
 fn huge_and_deeply_nested_text_is_read_without_overflow() {
     let dir = workspace();
     let host = host(&dir);
-    let registry = host.registry();
+    let registry = host.specs();
     let many = "<tool_call>".repeat(100_000);
     assert_eq!(pformat::parse(&many, &registry).len(), 100_000);
     let deep = format!("<tool_call>{}</tool_call>", "{".repeat(200_000));

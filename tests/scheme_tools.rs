@@ -142,7 +142,7 @@ fn scripts_cannot_reach_files_processes_or_the_network_except_through_tools() {
     let host = HostBuilder::new(dir.path()).build().unwrap();
     let errors = host.load_errors();
     assert_eq!(errors.len(), 1);
-    assert!(errors[0].message.contains("`require` is not available"), "{}", errors[0]);
+    assert!(errors[0].message().contains("`require` is not available"), "{}", errors[0]);
     // Trusted scripts get steel's own procedures back.
     let dir = workspace(&[]);
     let mut trusted = HostBuilder::new(dir.path()).trusted_scripts(true).build().unwrap();
@@ -176,7 +176,7 @@ fn a_tool_file_that_never_finishes_loading_is_stopped_and_reported() {
     let limits = Limits { scheme_call: Duration::from_millis(300), ..Limits::default() };
     let mut host = HostBuilder::new(dir.path()).limits(limits).build().unwrap();
     assert_eq!(host.load_errors().len(), 1);
-    assert!(host.load_errors()[0].message.contains("time limit"), "{}", host.load_errors()[0]);
+    assert!(host.load_errors()[0].message().contains("time limit"), "{}", host.load_errors()[0]);
     assert_eq!(host.call("fine", json!({})).result.unwrap(), json!(42));
 }
 

@@ -55,8 +55,8 @@ fn corpus() -> Vec<Case> {
     for tool in host.registry().iter() {
         cases.push(Case {
             name: tool.name().to_string(),
-            openai: tool_schema(tool, Format::OpenAi),
-            projected_strict: Some(tool_schema(tool, Format::OpenAiStrict)),
+            openai: tool_schema(&tool.spec, Format::OpenAi),
+            projected_strict: Some(tool_schema(&tool.spec, Format::OpenAiStrict)),
         });
     }
     for server in SERVERS {

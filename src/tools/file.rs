@@ -1,9 +1,10 @@
-//! Opening workspace files for the file tools: only regular files are opened, so a named pipe,
-//! socket or device in the workspace is refused with a clear error instead of blocking the call
-//! (opening a FIFO for reading waits for a writer). Writing lives in `fs_write.rs`.
+//! Reading and writing workspace files for the file tools, and the diffs their previews show. Only
+//! regular files are opened, so a named pipe, socket or device in the workspace is refused with a
+//! clear error instead of blocking the call (opening a FIFO for reading waits for a writer); writes
+//! are atomic.
 
 use std::fs::{File, Metadata, OpenOptions};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -91,4 +92,29 @@ pub fn read_bytes(real: &Path, path: &str, missing: impl FnOnce() -> String) -> 
 pub fn read_text(real: &Path, path: &str, missing: impl FnOnce() -> String) -> Result<String> {
     String::from_utf8(read_bytes(real, path, missing)?)
         .map_err(|_| Error::tool_failed(format!("{path} is not UTF-8 text")))
+}
+
+/// Writes `bytes` to `target` so that a crash leaves either the old file or the new one: the data
+/// goes to a temporary file in the same folder, is synced, and is renamed over the target. An
+/// existing file's permissions are kept.
+pub fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let parent = target.parent().ok_or_else(|| std::io::Error::other("the path has no parent folder"))?;
+    std::fs::create_dir_all(parent)?;
+    let mut temp = tempfile::Builder::new().prefix(".toolhost-").suffix(".tmp").tempfile_in(parent)?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    if let Ok(meta) = std::fs::metadata(target) {
+        temp.as_file().set_permissions(meta.permissions())?;
+    }
+    temp.persist(target).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// A unified diff of `old` to `new` for the file `path`, as confirmation previews show it.
+pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
 }

@@ -4,8 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::file::read_text;
-use super::fs_write::write_atomically;
+use super::file::{read_text, unified_diff, write_atomically};
 use crate::context::ToolCtx;
 use crate::error::{Error, Result};
 use crate::registry::Primitive;
@@ -103,15 +102,6 @@ fn read_for_edit(ctx: &ToolCtx, path: &str) -> Result<(PathBuf, String)> {
     let real = ctx.workspace.resolve(path)?;
     let text = read_text(&real, path, || format!("no such file: {path}; use fs-write to create it"))?;
     Ok((real, text))
-}
-
-/// A unified diff of `old` to `new` for the file `path`, as confirmation previews show it.
-pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
-    similar::TextDiff::from_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{path}"), &format!("b/{path}"))
-        .to_string()
 }
 
 #[cfg(test)]

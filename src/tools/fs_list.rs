@@ -48,18 +48,14 @@ fn fs_list(ctx: &ToolCtx, path: Option<String>, depth: Option<i64>) -> Result<St
         if entry.depth() == 0 {
             continue;
         }
-        if shown >= ctx.limits.list_entries {
+        let name = entry.file_name().to_string_lossy();
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        let line = format!("{}{name}{}\n", "  ".repeat(entry.depth() - 1), if is_dir { "/" } else { "" });
+        if shown >= ctx.limits.list_entries || out.len() + line.len() > ctx.limits.output_budget() {
             more += 1;
             continue;
         }
-        let name = entry.file_name().to_string_lossy();
-        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-        out.push_str(&"  ".repeat(entry.depth() - 1));
-        out.push_str(&name);
-        if is_dir {
-            out.push('/');
-        }
-        out.push('\n');
+        out.push_str(&line);
         shown += 1;
     }
     if shown == 0 {

@@ -3,9 +3,11 @@
 
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
-use super::file::open_regular;
+use steel::rvals::SteelVal;
+
+use super::file::{open_regular, read_text};
 use super::text::{count_lines_within, cut_line_beyond, read_line_capped, thousands};
-use crate::context::ToolCtx;
+use crate::context::{Limits, ToolCtx};
 use crate::error::{Error, Result};
 use crate::registry::Primitive;
 use crate::typed::Tool;
@@ -13,18 +15,50 @@ use crate::typed::Tool;
 /// How far past the range fs-read counts lines for its closing note; beyond this it reports bytes.
 const COUNT_BUDGET: u64 = 1 << 20;
 
-pub fn tool() -> Result<Primitive> {
+pub fn tool(limits: &Limits) -> Result<Primitive> {
     Tool::new(
         "fs-read",
-        "Read a text file's lines, each prefixed with its line number. Reads `count` lines from \
-         line `start`, stopping early at a line boundary once the output would pass 256 KiB; ends \
-         with a note when more lines remain, giving the next start.",
+        format!(
+            "Read a text file's lines, each prefixed with its line number. Reads `count` lines from \
+             line `start`, stopping early at a line boundary once the output would pass {} \
+             characters; ends with a note when more lines remain, giving the next start.",
+            thousands(limits.output_budget() as u64)
+        ),
     )
     .param("path", "File to read, relative to the workspace root")
     .param("start", "First line to read, 1-based; line 1 when left out or 0")
-    .param("count", "How many lines to read; all remaining lines up to 2000 when left out or 0")
+    .param(
+        "count",
+        format!("How many lines to read; all remaining lines up to {} when left out or 0", limits.read_lines),
+    )
     .read_only()
     .build(fs_read)
+}
+
+/// `(file-lines path [start] [count])` for Scheme code: the file's lines as a list of strings,
+/// without numbers or newlines (all of them when start and count are left out or 0). Guarded as
+/// `fs-read`.
+pub(crate) fn lines_value(ctx: &ToolCtx, args: &[SteelVal]) -> Result<SteelVal> {
+    let (path, start, count) = match args {
+        [SteelVal::StringV(path), rest @ ..] => {
+            let int = |i: usize| match rest.get(i) {
+                Some(SteelVal::IntV(n)) => *n as i64,
+                _ => 0,
+            };
+            (path.as_str().to_string(), int(0), int(1))
+        }
+        _ => return Err(Error::tool_failed("file-lines: expected a path string")),
+    };
+    if start < 0 || count < 0 {
+        return Err(Error::tool_failed(format!(
+            "file-lines: start and count must be 0 or more, got {start} and {count}"
+        )));
+    }
+    let real = ctx.workspace.resolve(&path)?;
+    let text = read_text(&real, &path, || format!("no such file: {path}"))?;
+    let skip = (start.max(1) - 1) as usize;
+    let take = if count == 0 { usize::MAX } else { count as usize };
+    Ok(SteelVal::ListV(text.lines().skip(skip).take(take).map(|l| SteelVal::StringV(l.into())).collect()))
 }
 
 fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) -> Result<String> {
@@ -89,7 +123,7 @@ fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) 
         // Every number is padded to the width of the last one, so this is the output's exact size.
         let width = (number + 1).to_string().len();
         let size = text_bytes + text.len() + 2 + (shown_lines.len() + 1) * width;
-        if size > ctx.limits.read_bytes && !shown_lines.is_empty() {
+        if size > ctx.limits.output_budget() && !shown_lines.is_empty() {
             held_back = true;
             break;
         }

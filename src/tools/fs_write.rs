@@ -1,10 +1,7 @@
 //! `fs-write path content`: creates or replaces a file atomically (a temporary file beside it,
 //! renamed over it), creating parent folders.
 
-use std::io::Write;
-use std::path::Path;
-
-use super::file::{existing_regular, read_bytes};
+use super::file::{existing_regular, read_bytes, unified_diff, write_atomically};
 use crate::context::ToolCtx;
 use crate::error::{Error, Result};
 use crate::registry::Primitive;
@@ -41,27 +38,11 @@ fn preview(ctx: &ToolCtx, path: String, content: String) -> Result<String> {
         None => Vec::new(),
     };
     Ok(match String::from_utf8(old) {
-        Ok(old) => super::fs_edit::unified_diff(&path, &old, &content),
+        Ok(old) => unified_diff(&path, &old, &content),
         Err(e) => format!(
             "(replaces {path}, {} bytes that are not UTF-8 text, shown here as empty)\n{}",
             e.as_bytes().len(),
-            super::fs_edit::unified_diff(&path, "", &content)
+            unified_diff(&path, "", &content)
         ),
     })
-}
-
-/// Writes `bytes` to `target` so that a crash leaves either the old file or the new one: the data
-/// goes to a temporary file in the same folder, is synced, and is renamed over the target. An
-/// existing file's permissions are kept.
-pub fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let parent = target.parent().ok_or_else(|| std::io::Error::other("the path has no parent folder"))?;
-    std::fs::create_dir_all(parent)?;
-    let mut temp = tempfile::Builder::new().prefix(".toolhost-").suffix(".tmp").tempfile_in(parent)?;
-    temp.write_all(bytes)?;
-    temp.as_file().sync_all()?;
-    if let Ok(meta) = std::fs::metadata(target) {
-        temp.as_file().set_permissions(meta.permissions())?;
-    }
-    temp.persist(target).map_err(|e| e.error)?;
-    Ok(())
 }

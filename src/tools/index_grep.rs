@@ -11,19 +11,26 @@ use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{sinks::Lossy, BinaryDetection, SearcherBuilder};
 use ignore::{WalkBuilder, WalkState};
 
+use serde_json::json;
+use steel::rvals::SteelVal;
+
 use super::text::{cut_line, thousands};
-use crate::context::ToolCtx;
+use crate::context::{Limits, ToolCtx};
 use crate::error::{Error, Result};
 use crate::registry::Primitive;
 use crate::typed::Tool;
 
-pub fn tool() -> Result<Primitive> {
+pub fn tool(limits: &Limits) -> Result<Primitive> {
     Tool::new(
         "index-grep",
-        "Search the workspace's files for a regular expression (Rust regex syntax), leaving out \
-         what .gitignore excludes, hidden files and binary files, whatever the glob. Prints \
-         path:line:text for each matching line, sorted by path, capped at 200 lines with a note \
-         giving the total.",
+        format!(
+            "Search the workspace's files for a regular expression (Rust regex syntax), leaving out \
+             what .gitignore excludes, hidden files and binary files, whatever the glob. Prints \
+             path:line:text for each matching line, sorted by path, capped at {} lines (and {} \
+             characters) with a note giving the total.",
+            limits.grep_matches,
+            thousands(limits.output_budget() as u64)
+        ),
     )
     .param("pattern", "Regular expression to search for, e.g. fn\\s+main")
     .param(
@@ -83,14 +90,15 @@ struct FileMatches {
     total: u64,
 }
 
-fn index_grep(ctx: &ToolCtx, pattern: String, glob: Option<String>) -> Result<String> {
+/// Every file with matches, sorted by path, each holding at most the cap of lines.
+fn search(ctx: &ToolCtx, pattern: &str, glob: Option<&str>) -> Result<Vec<FileMatches>> {
     let matcher = RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))
-        .build(&pattern)
+        .build(pattern)
         .map_err(|e| Error::tool_failed(format!("invalid pattern {pattern:?}: {e}")))?;
     let root = ctx.workspace.root();
     // Not ripgrep's overrides: an override whitelist beats .gitignore and the hidden-file rule.
-    let filter = glob.filter(|g| !g.is_empty()).map(|g| FileFilter::new(&g)).transpose()?;
+    let filter = glob.filter(|g| !g.is_empty()).map(FileFilter::new).transpose()?;
     let mut walk = WalkBuilder::new(root);
     walk.require_git(false).follow_links(false);
     let cap = ctx.limits.grep_matches;
@@ -130,15 +138,23 @@ fn index_grep(ctx: &ToolCtx, pattern: String, glob: Option<String>) -> Result<St
     });
     let mut found = found.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
     found.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(found)
+}
+
+fn index_grep(ctx: &ToolCtx, pattern: String, glob: Option<String>) -> Result<String> {
+    let found = search(ctx, &pattern, glob.as_deref())?;
+    let cap = ctx.limits.grep_matches;
+    let budget = ctx.limits.output_budget();
     let total: u64 = found.iter().map(|f| f.total).sum();
     let mut out = String::new();
     let mut shown = 0usize;
     'files: for FileMatches { path, lines, .. } in &found {
         for (number, text) in lines {
-            if shown == cap {
+            let line = format!("{path}:{number}:{text}\n");
+            if shown == cap || out.len() + line.len() > budget {
                 break 'files;
             }
-            out.push_str(&format!("{path}:{number}:{text}\n"));
+            out.push_str(&line);
             shown += 1;
         }
     }
@@ -153,4 +169,24 @@ fn index_grep(ctx: &ToolCtx, pattern: String, glob: Option<String>) -> Result<St
         ));
     }
     Ok(out)
+}
+
+/// `(grep-matches pattern [glob])` for Scheme code: a hash map with `"matches"`, a list of hash
+/// maps with `"path"`, `"line"` and `"text"` (at most the cap, sorted by path), and `"total"`, the
+/// number of matching lines there were. Guarded as `index-grep`.
+pub(crate) fn matches_value(ctx: &ToolCtx, args: &[SteelVal]) -> Result<SteelVal> {
+    let (pattern, glob) = match args {
+        [SteelVal::StringV(p)] => (p.as_str(), None),
+        [SteelVal::StringV(p), SteelVal::StringV(g)] => (p.as_str(), Some(g.as_str())),
+        _ => return Err(Error::tool_failed("grep-matches: expected a pattern string and an optional glob string")),
+    };
+    let found = search(ctx, pattern, glob)?;
+    let total: u64 = found.iter().map(|f| f.total).sum();
+    let matches: Vec<serde_json::Value> = found
+        .iter()
+        .flat_map(|f| f.lines.iter().map(|(line, text)| json!({"path": f.path, "line": line, "text": text})))
+        .take(ctx.limits.grep_matches)
+        .collect();
+    crate::value::json_to_scheme(&json!({"matches": matches, "total": total}), crate::param::ParamType::Any)
+        .map_err(|_| Error::tool_failed("grep-matches: the result could not be built"))
 }

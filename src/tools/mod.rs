@@ -10,7 +10,13 @@
 //! | `index-grep pattern [glob]` | `index_grep.rs` |
 //! | `shell-exec cmd [timeout-s]` | `shell_exec.rs` |
 //!
-//! Shared by them: `file.rs` (opening only regular files) and `text.rs` (numbers, long lines).
+//! Shared by them: `file.rs` (opening only regular files, atomic writes, diffs) and `text.rs`
+//! (numbers, long lines). Descriptions are rendered from the host's [`Limits`], so a model reads the
+//! limits that apply.
+//!
+//! Scheme code also gets some tools' data as values rather than as the text a model reads
+//! ([`value_procedures`]): `file-lines`, `shell-run` and `grep-matches`, each guarded as the tool it
+//! reads through.
 
 mod file;
 mod fs_edit;
@@ -21,25 +27,38 @@ mod index_grep;
 mod shell_exec;
 mod text;
 
-use crate::error::Result;
-use crate::registry::{Primitive, Registry};
+use steel::rvals::SteelVal;
 
-/// Every built-in tool, in catalogue order.
-pub fn builtin_tools() -> Result<Vec<Primitive>> {
+use crate::context::{Limits, ToolCtx};
+use crate::error::Result;
+use crate::registry::Primitive;
+
+/// Every built-in tool, in catalogue order, described with `limits`.
+pub fn builtin_tools(limits: &Limits) -> Result<Vec<Primitive>> {
     Ok(vec![
-        fs_read::tool()?,
+        fs_read::tool(limits)?,
         fs_write::tool()?,
         fs_edit::tool()?,
         fs_list::tool()?,
-        index_grep::tool()?,
-        shell_exec::tool()?,
+        index_grep::tool(limits)?,
+        shell_exec::tool(limits)?,
     ])
 }
 
-/// Registers every built-in tool.
-pub fn register_builtin_tools(registry: &mut Registry) -> Result<()> {
-    for tool in builtin_tools()? {
-        registry.register(tool)?;
-    }
-    Ok(())
+/// A Scheme procedure that gives a tool's data as a value. It takes the same arguments as the tool
+/// it is guarded as, and is checked and guarded exactly like a call of that tool.
+pub(crate) struct ValueProcedure {
+    /// The procedure's Scheme name.
+    pub name: &'static str,
+    /// The tool whose signature and guard rules apply.
+    pub guarded_as: &'static str,
+    /// The work, on checked arguments.
+    pub run: fn(&ToolCtx, &[SteelVal]) -> Result<SteelVal>,
 }
+
+/// The value procedures scripts get (see the module docs).
+pub(crate) const VALUE_PROCEDURES: &[ValueProcedure] = &[
+    ValueProcedure { name: "file-lines", guarded_as: "fs-read", run: fs_read::lines_value },
+    ValueProcedure { name: "shell-run", guarded_as: "shell-exec", run: shell_exec::run_value },
+    ValueProcedure { name: "grep-matches", guarded_as: "index-grep", run: index_grep::matches_value },
+];

@@ -9,8 +9,11 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use serde_json::json;
+use steel::rvals::SteelVal;
+
 use super::text::thousands;
-use crate::context::ToolCtx;
+use crate::context::{Limits, ToolCtx};
 use crate::error::{Error, ErrorKind, Result};
 use crate::registry::Primitive;
 use crate::typed::Tool;
@@ -25,15 +28,24 @@ const ABANDONED_NOTE: &str = "[note: a process outside the command's process gro
      daemon) still holds its output open; it was not waited for or killed, and what it writes from now on is not \
      shown]\n";
 
-pub fn tool() -> Result<Primitive> {
+pub fn tool(limits: &Limits) -> Result<Primitive> {
     Tool::new(
         "shell-exec",
-        "Run a shell command with `sh -c` in the workspace root, with no input. Returns the exit \
-         code, stdout and stderr (each capped at 30,000 bytes). The command and every process it \
-         started are killed when the timeout passes.",
+        format!(
+            "Run a shell command with `sh -c` in the workspace root, with no input. Returns the exit \
+             code, stdout and stderr (each capped at {} bytes). The command and every process it \
+             started are killed when the timeout passes.",
+            thousands(limits.shell_stream_bytes() as u64)
+        ),
     )
     .param("cmd", "The command line, as sh reads it")
-    .param("timeout-s", "Seconds before the command is killed; 120 when left out or 0")
+    .param(
+        "timeout-s",
+        format!(
+            "Seconds before the command is killed, at most {max}; {max} when left out or 0",
+            max = limits.shell_timeout_s
+        ),
+    )
     .destructive()
     .preview(preview)
     .build(shell_exec)
@@ -45,14 +57,99 @@ fn preview(_ctx: &ToolCtx, cmd: String, _timeout_s: Option<i64>) -> String {
 }
 
 fn shell_exec(ctx: &ToolCtx, cmd: String, timeout_s: Option<i64>) -> Result<String> {
-    let timeout = match timeout_s.unwrap_or(0) {
-        0 => ctx.limits.shell_timeout_s,
+    let run = run(ctx, &cmd, timeout_s)?;
+    let mut text = run.clamp_note.clone().unwrap_or_default();
+    match &run.status {
+        None => {}
+        Some(Ok(s)) => match (s.code(), s.signal()) {
+            (Some(code), _) => text.push_str(&format!("exit code: {code}\n")),
+            (None, Some(sig)) => text.push_str(&format!("killed by signal {sig}\n")),
+            _ => text.push_str("exit status unknown\n"),
+        },
+        Some(Err(e)) => text.push_str(&format!("exit status unknown: {e}\n")),
+    }
+    for (name, captured) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+        let body = &captured.kept;
+        text.push_str(&format!("--- {name} ---\n"));
+        text.push_str(&String::from_utf8_lossy(body));
+        if !body.is_empty() && !body.ends_with(b"\n") {
+            text.push('\n');
+        }
+        if captured.dropped > 0 {
+            text.push_str(&format!("[... {} more bytes of {name} cut]\n", thousands(captured.dropped)));
+        }
+    }
+    if run.abandoned {
+        text.push_str(ABANDONED_NOTE);
+    }
+    if run.timed_out {
+        return Err(Error::new(
+            ErrorKind::Timeout,
+            format!(
+                "timed out after {} s; the command and its child processes were killed. Output so far:\n{text}",
+                run.timeout
+            ),
+        ));
+    }
+    Ok(text)
+}
+
+/// `(shell-run cmd [timeout-s])` for Scheme code: a hash map with `"exit-code"` (an integer, or
+/// `#f` when a signal ended the command), `"stdout"` and `"stderr"` (strings, capped as for
+/// shell-exec). Guarded as `shell-exec`; a timeout is a `timeout` error.
+pub(crate) fn run_value(ctx: &ToolCtx, args: &[SteelVal]) -> Result<SteelVal> {
+    let (cmd, timeout_s) = match args {
+        [SteelVal::StringV(cmd)] => (cmd.as_str(), None),
+        [SteelVal::StringV(cmd), SteelVal::IntV(t)] => (cmd.as_str(), Some(*t as i64)),
+        _ => return Err(Error::tool_failed("shell-run: expected a command string and an optional timeout")),
+    };
+    let run = run(ctx, cmd, timeout_s)?;
+    if run.timed_out {
+        return Err(Error::new(ErrorKind::Timeout, format!("shell-run: timed out after {} s: {cmd}", run.timeout)));
+    }
+    let code = match &run.status {
+        Some(Ok(status)) => status.code().map_or(json!(false), |c| json!(c)),
+        _ => json!(false),
+    };
+    let value = json!({
+        "exit-code": code,
+        "stdout": String::from_utf8_lossy(&run.stdout.kept),
+        "stderr": String::from_utf8_lossy(&run.stderr.kept),
+    });
+    crate::value::json_to_scheme(&value, crate::param::ParamType::Any)
+        .map_err(|_| Error::tool_failed("shell-run: the result could not be built"))
+}
+
+/// What one run of a command produced.
+struct Run {
+    /// The exit status; `None` when the command was killed for its timeout.
+    status: Option<std::io::Result<std::process::ExitStatus>>,
+    stdout: Captured,
+    stderr: Captured,
+    timed_out: bool,
+    /// A process outside the command's group kept the output pipes open.
+    abandoned: bool,
+    /// The timeout that applied, in seconds.
+    timeout: u64,
+    /// Said when the asked-for timeout was above the configured maximum.
+    clamp_note: Option<String>,
+}
+
+/// Runs `sh -c cmd` in its own process group with the timeout asked for (the configured one when
+/// left out or 0, at most the configured maximum), capturing capped output.
+fn run(ctx: &ToolCtx, cmd: &str, timeout_s: Option<i64>) -> Result<Run> {
+    let max = ctx.limits.shell_timeout_s;
+    let (timeout, clamp_note) = match timeout_s.unwrap_or(0) {
+        0 => (max, None),
         n if n < 0 => return Err(Error::tool_failed(format!("timeout-s must be 1 or more, got {n}"))),
-        n => n as u64,
+        n if n as u64 > max => {
+            (max, Some(format!("[note: timeout-s {n} is above the maximum of {max} s; {max} s applied]\n")))
+        }
+        n => (n as u64, None),
     };
     let mut child = Command::new("sh")
         .arg("-c")
-        .arg(&cmd)
+        .arg(cmd)
         .current_dir(ctx.workspace.root())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -61,7 +158,7 @@ fn shell_exec(ctx: &ToolCtx, cmd: String, timeout_s: Option<i64>) -> Result<Stri
         .spawn()
         .map_err(|e| Error::tool_failed(format!("cannot start sh: {e}")))?;
     let group = child.id() as libc::pid_t;
-    let cap = ctx.limits.shell_output_bytes;
+    let cap = ctx.limits.shell_stream_bytes();
     let stdout = Arc::new(Mutex::new(Captured::default()));
     let stderr = Arc::new(Mutex::new(Captured::default()));
     let (read_tx, read_rx) = mpsc::channel();
@@ -101,40 +198,11 @@ fn shell_exec(ctx: &ToolCtx, cmd: String, timeout_s: Option<i64>) -> Result<Stri
         }
     }
     let abandoned = finished < readers;
-    let mut text = String::new();
-    match status {
-        None => {}
-        Some(Ok(s)) => match (s.code(), s.signal()) {
-            (Some(code), _) => text.push_str(&format!("exit code: {code}\n")),
-            (None, Some(sig)) => text.push_str(&format!("killed by signal {sig}\n")),
-            _ => text.push_str("exit status unknown\n"),
-        },
-        Some(Err(e)) => text.push_str(&format!("exit status unknown: {e}\n")),
-    }
-    for (name, captured) in [("stdout", &stdout), ("stderr", &stderr)] {
-        let captured = captured.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let body = &captured.kept;
-        text.push_str(&format!("--- {name} ---\n"));
-        text.push_str(&String::from_utf8_lossy(body));
-        if !body.is_empty() && !body.ends_with(b"\n") {
-            text.push('\n');
-        }
-        if captured.dropped > 0 {
-            text.push_str(&format!("[... {} more bytes of {name} cut]\n", thousands(captured.dropped)));
-        }
-    }
-    if abandoned {
-        text.push_str(ABANDONED_NOTE);
-    }
-    if timed_out {
-        return Err(Error::new(
-            ErrorKind::Timeout,
-            format!(
-                "timed out after {timeout} s; the command and its child processes were killed. Output so far:\n{text}"
-            ),
-        ));
-    }
-    Ok(text)
+    let take = |captured: Arc<Mutex<Captured>>| {
+        let mut guard = captured.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        std::mem::take(&mut *guard)
+    };
+    Ok(Run { status, stdout: take(stdout), stderr: take(stderr), timed_out, abandoned, timeout, clamp_note })
 }
 
 fn kill_group(group: libc::pid_t) {

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde_json::Value;
-use toolhost::{CallOutcome, Host, HostBuilder};
+use toolhost::{CallRecord, Host, HostBuilder};
 
 /// A temporary workspace holding `a.txt` (300 lines, "line N") and whatever `files` add.
 pub fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
@@ -33,7 +33,7 @@ pub fn host(dir: &tempfile::TempDir) -> Host {
 }
 
 /// The result text of a call that must succeed.
-pub fn ok_text(outcome: &CallOutcome) -> String {
+pub fn ok_text(outcome: &CallRecord) -> String {
     match &outcome.result {
         Ok(Value::String(s)) => s.clone(),
         Ok(other) => other.to_string(),
@@ -42,7 +42,7 @@ pub fn ok_text(outcome: &CallOutcome) -> String {
 }
 
 /// The error kind and message of a call that must fail.
-pub fn err_of(outcome: &CallOutcome) -> (String, String) {
+pub fn err_of(outcome: &CallRecord) -> (String, String) {
     match &outcome.result {
         Ok(v) => panic!("call succeeded with {v}"),
         Err(e) => (e.kind().as_str().to_string(), e.message().to_string()),

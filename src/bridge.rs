@@ -1,0 +1,342 @@
+//! The bridge between Scheme and the registry: what the engine's Rust procedures share with the
+//! host ([`Shared`]); Rust tools bound as Scheme procedures (checked, guarded, run); the procedures
+//! `prelude.scm` builds `register-tool` and `define-tool` on (`%register-tool` reads a tool's
+//! parameter list into a [`Signature`], `%tool-enter` checks a Scheme call of a Scheme tool exactly
+//! as Rust tools are checked, `%fill-optionals` gives `define-tool` bodies every parameter); the
+//! value procedures that give scripts tools' data (`file-lines`, `shell-run`, `grep-matches`); and
+//! errors raised by tools, carried through Scheme code with their kind.
+//!
+//! A tool error crosses Scheme code as a steel error, which has no room for our kind. So each one
+//! is recorded under a token, and the steel error carries the token in its span (a span with no
+//! source, which nothing else produces); when a Scheme program or tool fails with that very error,
+//! the token gives its kind back. An error the script raised itself, even one with the same text,
+//! has no token and stays a `tool_failed` or `script_error`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+use steel::parser::span::Span;
+use steel::rerrs::{ErrorKind as SteelErrorKind, SteelErr};
+use steel::rvals::SteelVal;
+use steel::steel_vm::engine::Engine;
+
+use crate::args;
+use crate::context::ToolCtx;
+use crate::error::{Error, ErrorKind, Result};
+use crate::guard::Guard;
+use crate::param::{Param, ParamType, Signature, Skipped};
+use crate::registry::{Handler, Primitive, Registry};
+use crate::tools::VALUE_PROCEDURES;
+use crate::value;
+
+/// What the engine's Rust procedures share with the host. `Send + Sync`: the engine itself is not.
+pub(crate) struct Shared {
+    pub registry: RwLock<Registry>,
+    pub ctx: ToolCtx,
+    pub guard: Guard,
+    /// Scheme tools registered while a program ran, bound as globals once it ends.
+    pub pending: Mutex<Vec<String>>,
+    /// Names Scheme code already uses (steel's library, the prelude, the value procedures): a tool
+    /// bound under one of them would replace `map` or `define-tool` for every script.
+    pub scheme_names: HashSet<String>,
+    raised: Mutex<Raised>,
+}
+
+/// Errors tools raised during the current run, by token.
+#[derive(Default)]
+struct Raised {
+    last: u32,
+    errors: HashMap<u32, Error>,
+}
+
+impl Shared {
+    pub fn new(registry: Registry, ctx: ToolCtx, guard: Guard, mut scheme_names: HashSet<String>) -> Self {
+        scheme_names.extend(VALUE_PROCEDURES.iter().map(|p| p.name.to_string()));
+        Shared {
+            registry: RwLock::new(registry),
+            ctx,
+            guard,
+            pending: Mutex::new(Vec::new()),
+            scheme_names,
+            raised: Mutex::new(Raised::default()),
+        }
+    }
+
+    pub fn tool(&self, name: &str) -> Option<Arc<Primitive>> {
+        self.registry.read().ok()?.get(name).cloned()
+    }
+
+    /// Hands an error a tool raised inside Scheme code to Scheme, keeping its kind for the caller.
+    pub fn raise(&self, error: Error) -> SteelErr {
+        let steel_error = to_steel_error(&error);
+        let Ok(mut raised) = self.raised.lock() else { return steel_error };
+        raised.last = raised.last.checked_add(1).unwrap_or(1);
+        let token = raised.last;
+        raised.errors.insert(token, error);
+        steel_error.with_span(Span::new(token, token, None))
+    }
+
+    /// The error a tool raised, when `e` is that very error on its way out of Scheme code.
+    pub fn raised(&self, e: &SteelErr) -> Option<Error> {
+        let span = e.span()?;
+        if span.source_id().is_some() || span.start() == 0 {
+            return None;
+        }
+        self.raised.lock().ok()?.errors.get(&span.start()).cloned()
+    }
+
+    /// Forgets the errors of earlier runs; called as each top-level run starts.
+    pub fn reset_raised(&self) {
+        if let Ok(mut raised) = self.raised.lock() {
+            raised.errors.clear();
+        }
+    }
+
+    /// Refuses a tool name that would replace a procedure Scheme code relies on.
+    pub fn check_free(&self, name: &str) -> Result<()> {
+        if self.scheme_names.contains(name) {
+            return Err(Error::new(
+                ErrorKind::InvalidDefinition,
+                format!("tool \"{name}\": the name is already a Scheme procedure or form; choose another"),
+            )
+            .with_tool(name));
+        }
+        Ok(())
+    }
+
+    fn registry_mut(&self) -> Result<std::sync::RwLockWriteGuard<'_, Registry>> {
+        self.registry.write().map_err(|_| Error::tool_failed("the registry lock is poisoned"))
+    }
+}
+
+/// steel's message without its `Error: Generic: ` decoration (kept for other kinds, which say
+/// something: `FreeIdentifier`, `ArityMismatch`, ...).
+pub(crate) fn steel_message(e: &SteelErr) -> String {
+    let text = e.to_string();
+    let generic = format!("Error: {:?}: ", SteelErrorKind::Generic);
+    // steel's `error` puts a space before its message.
+    match text.strip_prefix(&generic) {
+        Some(rest) => rest.trim_start().to_string(),
+        None => text.strip_prefix("Error: ").unwrap_or(&text).to_string(),
+    }
+}
+
+/// Our error as a Scheme error, carrying the complete message.
+fn to_steel_error(e: &Error) -> SteelErr {
+    SteelErr::new(SteelErrorKind::Generic, e.message().to_string())
+}
+
+/// Registers the procedures `prelude.scm` relies on and the value procedures.
+pub(crate) fn install(engine: &mut Engine, shared: &Arc<Shared>) {
+    bind(engine, shared, "%register-tool", register_tool);
+    bind(engine, shared, "%tool-enter", tool_enter);
+    bind(engine, shared, "%fill-optionals", fill_optionals);
+    for procedure in VALUE_PROCEDURES {
+        let shared_here = Arc::clone(shared);
+        let function = move |given: &[SteelVal]| {
+            value_procedure(&shared_here, procedure.name, procedure.guarded_as, procedure.run, given)
+                .map_err(|e| shared_here.raise(e))
+        };
+        engine.register_value(procedure.name, SteelVal::anonymous_boxed_function(Arc::new(function)));
+    }
+}
+
+fn bind(engine: &mut Engine, shared: &Arc<Shared>, name: &str, f: fn(&Shared, &[SteelVal]) -> Result<SteelVal>) {
+    let shared = Arc::clone(shared);
+    let function = move |a: &[SteelVal]| f(&shared, a).map_err(|e| shared.raise(e));
+    engine.register_value(name, SteelVal::anonymous_boxed_function(Arc::new(function)));
+}
+
+/// Runs a value procedure: its arguments are checked against the signature of the tool it is
+/// guarded as, the guard judges them as a call of that tool, then it runs.
+fn value_procedure(
+    shared: &Shared,
+    name: &str,
+    guarded_as: &str,
+    run: fn(&ToolCtx, &[SteelVal]) -> Result<SteelVal>,
+    given: &[SteelVal],
+) -> Result<SteelVal> {
+    let tool = shared.tool(guarded_as).ok_or_else(|| {
+        Error::tool_failed(format!("{name}: it reads through {guarded_as}, which this host does not have"))
+    })?;
+    let mut signature = tool.signature().clone();
+    signature.name = name.to_string();
+    let values = args::args_from_scheme(&signature, given)?;
+    shared.guard.check(&shared.ctx, &tool, &values)?;
+    run(&shared.ctx, &values).map_err(|e| e.in_tool(name))
+}
+
+/// Binds a Rust tool as a global Scheme procedure: checks the arguments against the signature,
+/// passes the guard, runs the handler.
+pub(crate) fn bind_rust_tool(engine: &mut Engine, shared: &Arc<Shared>, tool: Arc<Primitive>) {
+    if !matches!(tool.handler, Handler::Rust(_)) {
+        return;
+    }
+    let shared = Arc::clone(shared);
+    let name = tool.name().to_string();
+    let function = move |given: &[SteelVal]| -> steel::rvals::Result<SteelVal> {
+        let run = || -> Result<SteelVal> {
+            let values = args::args_from_scheme(tool.signature(), given)?;
+            shared.guard.check(&shared.ctx, &tool, &values)?;
+            invoke_rust(&shared, &tool, &values)
+        };
+        run().map_err(|e| shared.raise(e))
+    };
+    engine.register_value(&name, SteelVal::anonymous_boxed_function(Arc::new(function)));
+}
+
+/// Runs a Rust tool's handler on checked, guarded arguments. A panic in a handler becomes a
+/// `tool_failed` error: no input may take the host down.
+pub(crate) fn invoke_rust(shared: &Shared, tool: &Primitive, values: &[SteelVal]) -> Result<SteelVal> {
+    let Handler::Rust(handler) = &tool.handler else {
+        return Err(Error::tool_failed(format!("{} is not a Rust tool", tool.name())));
+    };
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&shared.ctx, values)));
+    match outcome {
+        Ok(result) => result.map_err(|e| e.in_tool(tool.name())),
+        Err(_) => Err(Error::tool_failed(format!("{}: the tool failed unexpectedly (a bug in toolhost)", tool.name()))
+            .with_tool(tool.name())),
+    }
+}
+
+fn text(v: &SteelVal) -> Option<&str> {
+    match v {
+        SteelVal::StringV(s) | SteelVal::SymbolV(s) => Some(s.as_str()),
+        _ => None,
+    }
+}
+
+fn list(v: &SteelVal) -> Option<Vec<SteelVal>> {
+    match v {
+        SteelVal::ListV(l) => Some(l.iter().cloned().collect()),
+        SteelVal::VectorV(v) => Some(v.iter().cloned().collect()),
+        _ => None,
+    }
+}
+
+/// `(%register-tool name description params proc)`: registers a Scheme tool and returns its name.
+fn register_tool(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
+    let invalid = |m: String| Error::new(ErrorKind::InvalidDefinition, format!("register-tool: {m}"));
+    let [name, description, params, proc] = a else {
+        return Err(invalid(format!(
+            "expected 4 arguments (register-tool name description params procedure), got {}",
+            a.len()
+        )));
+    };
+    let name = text(name)
+        .ok_or_else(|| invalid(format!("the name must be a string, got {}", value::describe_scheme(name))))?;
+    let SteelVal::StringV(description) = description else {
+        return Err(invalid(format!(
+            "\"{name}\": the description must be a string, got {}",
+            value::describe_scheme(description)
+        )));
+    };
+    if !value::is_procedure(proc) {
+        return Err(invalid(format!(
+            "\"{name}\": the last argument must be a procedure, got {}",
+            value::describe_scheme(proc)
+        )));
+    }
+    shared.check_free(name).map_err(|e| invalid(e.message().to_string()).with_tool(name))?;
+    let signature = parse_params(name, params)?;
+    let primitive = Primitive::new(signature, description.as_str(), Handler::Scheme);
+    shared.registry_mut()?.register(primitive).map_err(|e| invalid(e.message().to_string()).with_tool(name))?;
+    if let Ok(mut pending) = shared.pending.lock() {
+        pending.push(name.to_string());
+    }
+    Ok(SteelVal::StringV(name.into()))
+}
+
+/// Reads `'((path string "File") (min-length integer "Shorter words are ignored" optional))`.
+/// A parameter marked `rest` is the variadic tail.
+fn parse_params(tool: &str, params: &SteelVal) -> Result<Signature> {
+    let invalid = |m: String| {
+        Err(Error::new(ErrorKind::InvalidDefinition, format!("register-tool \"{tool}\": {m}")).with_tool(tool))
+    };
+    let Some(items) = list(params) else {
+        return invalid(format!(
+            "the parameters must be a list of (name type description [optional]), got {}",
+            value::describe_scheme(params)
+        ));
+    };
+    let mut signature = Signature::new(tool, Vec::new());
+    for (i, item) in items.iter().enumerate() {
+        let n = i + 1;
+        let Some(parts) = list(item) else {
+            return invalid(format!(
+                "parameter {n} must be a list (name type description [optional]), got {}",
+                value::describe_scheme(item)
+            ));
+        };
+        let (Some(pname), Some(ty), Some(SteelVal::StringV(description))) =
+            (parts.first().and_then(text), parts.get(1).and_then(text), parts.get(2))
+        else {
+            return invalid(format!(
+                "parameter {n} must be (name type \"description\" [optional]), got {}",
+                value::describe_scheme(item)
+            ));
+        };
+        let Some(ty) = ParamType::from_name(ty) else {
+            return invalid(format!(
+                "parameter \"{pname}\" has unknown type \"{ty}\"; the types are string, integer, number, boolean, list, object, any"
+            ));
+        };
+        let flags: Vec<&str> = parts[3..].iter().filter_map(text).collect();
+        if flags.len() != parts.len() - 3 || flags.iter().any(|f| *f != "optional" && *f != "rest") {
+            return invalid(format!(
+                "parameter \"{pname}\": after the description only `optional` or `rest` may follow"
+            ));
+        }
+        let param = Param {
+            name: pname.to_string(),
+            ty,
+            description: description.as_str().to_string(),
+            optional: flags.contains(&"optional"),
+        };
+        if flags.contains(&"rest") {
+            if n != items.len() {
+                return invalid(format!("parameter \"{pname}\" is marked rest but is not the last one"));
+            }
+            signature.rest = Some(Param { optional: false, ..param });
+        } else {
+            signature.params.push(param);
+        }
+    }
+    signature.skipped = Skipped::TypedEmpty;
+    Ok(signature)
+}
+
+fn tool_and_args(shared: &Shared, a: &[SteelVal]) -> Result<(Arc<Primitive>, Vec<SteelVal>)> {
+    let (Some(name), Some(given)) = (a.first().and_then(text), a.get(1).and_then(list)) else {
+        return Err(Error::new(ErrorKind::BadArguments, "internal: expected a tool name and an argument list"));
+    };
+    let tool =
+        shared.tool(name).ok_or_else(|| Error::new(ErrorKind::UnknownTool, format!("no tool called \"{name}\"")))?;
+    Ok((tool, given))
+}
+
+/// `(%tool-enter name args)`: checks a Scheme call of a Scheme tool and passes the guard; returns
+/// the checked arguments.
+fn tool_enter(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
+    let (tool, given) = tool_and_args(shared, a)?;
+    let values = args::args_from_scheme(tool.signature(), &given)?;
+    shared.guard.check(&shared.ctx, &tool, &values)?;
+    Ok(SteelVal::ListV(values.into_iter().collect()))
+}
+
+/// `(%fill-optionals name args)`: the arguments as a `define-tool` body binds them: every absent
+/// trailing optional parameter given its type's empty value, and a rest parameter's arguments
+/// gathered into one list.
+fn fill_optionals(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
+    let (tool, mut given) = tool_and_args(shared, a)?;
+    let sig = tool.signature();
+    if sig.rest.is_some() {
+        let rest = given.split_off(sig.params.len().min(given.len()));
+        given.push(SteelVal::ListV(rest.into_iter().collect()));
+        return Ok(SteelVal::ListV(given.into_iter().collect()));
+    }
+    for param in sig.params.iter().skip(given.len()) {
+        given.push(args::skipped_value(sig, param));
+    }
+    Ok(SteelVal::ListV(given.into_iter().collect()))
+}

@@ -1,0 +1,266 @@
+//! The host on its own thread (design section 18): a [`HostHandle`] is `Send + Sync + Clone`, and
+//! carries calls, catalogues and evaluations to the one thread that owns the `!Send` engine, where
+//! the host was built. Calls run one at a time, in the order they arrive. What crosses is plain data
+//! ([`Request`] and [`Reply`], serializable), so the same conversation can later run over a pipe to
+//! a worker process.
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::call::{CallRecord, CallRequest};
+use crate::error::{Error, ErrorKind, Result};
+use crate::host::{render_result, Host, HostBuilder, Interrupter};
+use crate::pformat;
+use crate::schema::{self, Format};
+use crate::spec::SpecSet;
+
+/// What a handle asks of its host.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "request", rename_all = "kebab-case")]
+pub enum Request {
+    /// Run one call through the call path.
+    Call(CallRequest),
+    /// The tool catalogue in a provider's shape (a JSON array).
+    Catalogue {
+        /// The shape.
+        format: Format,
+    },
+    /// The P-format catalogue text for a prompt.
+    PformatCatalogue,
+    /// The specs of every tool.
+    Specs,
+    /// Evaluate Scheme source and render its value as `toolhost eval` prints it.
+    Eval {
+        /// The source.
+        source: String,
+        /// Stop it after this many milliseconds.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit_ms: Option<u64>,
+    },
+    /// The tool files that failed to load.
+    LoadErrors,
+}
+
+/// A host's answer to a [`Request`], one for one.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "reply", content = "value", rename_all = "kebab-case")]
+pub enum Reply {
+    /// The record of a call.
+    Call(Box<CallRecord>),
+    /// A catalogue.
+    Catalogue(Value),
+    /// Text (the P-format catalogue).
+    Text(String),
+    /// Every tool's spec.
+    Specs(SpecSet),
+    /// An evaluation's rendered value, or its error.
+    Eval(Result<String>),
+    /// Load errors.
+    LoadErrors(Vec<Error>),
+}
+
+/// Answers one request with the host.
+pub fn answer(host: &mut Host, request: Request) -> Reply {
+    match request {
+        Request::Call(call) => Reply::Call(Box::new(host.run_call(&call))),
+        Request::Catalogue { format } => {
+            let specs = host.specs();
+            Reply::Catalogue(schema::catalogue(specs.iter().map(|s| s.as_ref()), format))
+        }
+        Request::PformatCatalogue => Reply::Text(pformat::catalogue(&host.specs())),
+        Request::Specs => Reply::Specs(host.specs()),
+        Request::Eval { source, limit_ms } => {
+            let limit = limit_ms.map(Duration::from_millis);
+            Reply::Eval(host.eval_within(&source, limit).map(|v| render_result(&v)))
+        }
+        Request::LoadErrors => Reply::LoadErrors(host.load_errors().to_vec()),
+    }
+}
+
+type Envelope = (Request, mpsc::Sender<Reply>);
+
+/// A `Send + Sync + Clone` way to a host that lives on its own thread.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
+/// let handle = toolhost::HostHandle::spawn(toolhost::HostBuilder::new(dir.path())).unwrap();
+/// let worker = handle.clone();
+/// let record = std::thread::spawn(move || worker.call("fs-read", r#"{"path": "a.txt"}"#)).join().unwrap();
+/// assert_eq!(record.model_text(), "1\tone\n2\ttwo\n");
+/// ```
+#[derive(Clone)]
+pub struct HostHandle {
+    sender: mpsc::Sender<Envelope>,
+    interrupter: Interrupter,
+}
+
+/// The host thread's stack: as large as a main thread's, for the interpreter's recursion.
+const HOST_STACK_BYTES: usize = 8 * 1024 * 1024;
+
+impl HostHandle {
+    /// Builds the host on a new thread and returns a handle to it. The thread ends when the last
+    /// handle is dropped.
+    ///
+    /// # Errors
+    /// The host failed to build (see [`HostBuilder::build`]), or the thread could not start.
+    pub fn spawn(builder: HostBuilder) -> Result<HostHandle> {
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<Interrupter>>();
+        let (sender, receiver) = mpsc::channel::<Envelope>();
+        thread::Builder::new()
+            .name("toolhost-host".into())
+            .stack_size(HOST_STACK_BYTES)
+            .spawn(move || {
+                let mut host = match builder.build() {
+                    Ok(host) => host,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                if ready_tx.send(Ok(host.interrupter())).is_err() {
+                    return;
+                }
+                for (request, reply) in receiver {
+                    let _ = reply.send(answer(&mut host, request));
+                }
+            })
+            .map_err(|e| Error::tool_failed(format!("cannot start the host thread: {e}")))?;
+        let interrupter = ready_rx.recv().map_err(|_| stopped())??;
+        Ok(HostHandle { sender, interrupter })
+    }
+
+    /// Sends a request and waits for its reply.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Crashed`] when the host thread has stopped.
+    pub fn request(&self, request: Request) -> Result<Reply> {
+        let (reply_tx, reply_rx) = mpsc::channel();
+        self.sender.send((request, reply_tx)).map_err(|_| stopped())?;
+        reply_rx.recv().map_err(|_| stopped())
+    }
+
+    /// Runs one call; a host that has stopped answers with a `crashed` record.
+    pub fn run_call(&self, call: CallRequest) -> CallRecord {
+        let (tool, arguments) = (call.tool.clone(), call.arguments.clone());
+        match self.request(Request::Call(call)) {
+            Ok(Reply::Call(record)) => *record,
+            Ok(other) => failed_record(tool, arguments, unexpected(&other)),
+            Err(e) => failed_record(tool, arguments, e),
+        }
+    }
+
+    /// Calls `tool` with arguments as a model sent them, as JSON text.
+    pub fn call(&self, tool: &str, arguments: &str) -> CallRecord {
+        self.run_call(CallRequest::new(tool, arguments))
+    }
+
+    /// The catalogue in a provider's shape.
+    ///
+    /// # Errors
+    /// When the host thread has stopped.
+    pub fn catalogue(&self, format: Format) -> Result<Value> {
+        match self.request(Request::Catalogue { format })? {
+            Reply::Catalogue(value) => Ok(value),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// The P-format catalogue text.
+    ///
+    /// # Errors
+    /// When the host thread has stopped.
+    pub fn pformat_catalogue(&self) -> Result<String> {
+        match self.request(Request::PformatCatalogue)? {
+            Reply::Text(text) => Ok(text),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Every tool's spec.
+    ///
+    /// # Errors
+    /// When the host thread has stopped.
+    pub fn specs(&self) -> Result<SpecSet> {
+        match self.request(Request::Specs)? {
+            Reply::Specs(specs) => Ok(specs),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Evaluates Scheme source and renders its value as `toolhost eval` prints it.
+    ///
+    /// # Errors
+    /// The evaluation's error, or the host thread has stopped.
+    pub fn eval(&self, source: &str, limit: Option<Duration>) -> Result<String> {
+        let limit_ms = limit.map(|l| u64::try_from(l.as_millis()).unwrap_or(u64::MAX));
+        match self.request(Request::Eval { source: source.to_string(), limit_ms })? {
+            Reply::Eval(result) => result,
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// The tool files that failed to load.
+    ///
+    /// # Errors
+    /// When the host thread has stopped.
+    pub fn load_errors(&self) -> Result<Vec<Error>> {
+        match self.request(Request::LoadErrors)? {
+            Reply::LoadErrors(errors) => Ok(errors),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Stops the Scheme code the host is running now (the call it is in fails); later requests run
+    /// normally.
+    pub fn interrupt(&self) {
+        self.interrupter.interrupt();
+    }
+}
+
+fn stopped() -> Error {
+    Error::new(ErrorKind::Crashed, "the host thread has stopped")
+}
+
+fn unexpected(reply: &Reply) -> Error {
+    Error::tool_failed(format!("the host answered with an unexpected reply: {reply:?}"))
+}
+
+fn failed_record(tool: String, arguments: String, error: Error) -> CallRecord {
+    CallRecord {
+        tool,
+        arguments: serde_json::from_str(&arguments).unwrap_or(Value::String(arguments)),
+        tidied: None,
+        notes: Vec::new(),
+        decision: None,
+        result: Err(error),
+        elapsed: Duration::ZERO,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync + Clone>() {}
+
+    #[test]
+    fn the_handle_is_send_sync_and_clone_and_the_builder_is_send() {
+        assert_send_sync::<HostHandle>();
+        fn assert_send<T: Send>() {}
+        assert_send::<HostBuilder>();
+    }
+
+    #[test]
+    fn requests_and_replies_survive_a_trip_through_json() {
+        let request = Request::Call(CallRequest::new("fs-read", r#"{"path":"a"}"#));
+        let text = serde_json::to_string(&request).unwrap();
+        assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), request);
+        let reply = Reply::Eval(Err(Error::new(ErrorKind::Script, "boom").at("x.scm", Some(3))));
+        let text = serde_json::to_string(&reply).unwrap();
+        assert_eq!(serde_json::from_str::<Reply>(&text).unwrap(), reply);
+    }
+}
