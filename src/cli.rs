@@ -89,11 +89,6 @@ enum CatalogueFormat {
 /// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    // steel creates (or complains about) a home folder when an engine is built unless STEEL_HOME
-    // is set; toolhost loads nothing from there. Set before any thread starts.
-    if std::env::var_os("STEEL_HOME").is_none() {
-        std::env::set_var("STEEL_HOME", std::env::temp_dir().join("toolhost-steel-home"));
-    }
     let root = cli.root.clone().unwrap_or_else(|| PathBuf::from("."));
     // `call` answers with JSON on standard output: what scripts print goes to standard error.
     let mut builder = HostBuilder::new(root).display_to_stderr(matches!(cli.command, Command::Call { .. }));
