@@ -1,16 +1,22 @@
 //! The `toolhost` command line (design section 13): `repl`, `eval`, `run`, `call`, `tools`,
-//! `pformat parse`, with
-//! the common `--root` and `--tools` flags. These forms are a stable interface.
+//! `pformat parse`, `trust` and `untrust`, with the common `--root`, `--config`, `--tools` and
+//! `--yes` flags. These forms are a stable interface. Exit codes: 0 done, 1 the command failed (a
+//! call's error, a script's error), 2 the settings are wrong (a bad config file, a missing folder).
 
-use std::io::Read;
+use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::host::{Host, HostBuilder};
+use crate::error::{Error, ErrorKind};
+use crate::guard::{Answer, ConfirmRequest, Confirmer};
+use crate::host::Host;
 use crate::pformat;
 use crate::schema::{self, Format};
+use crate::setup::{Flags, Setup};
+use crate::trust;
 
 #[derive(Parser, Debug)]
 #[command(name = "toolhost", version, about = "An embedded Scheme tool host for LLM agents")]
@@ -18,9 +24,15 @@ struct Cli {
     /// The workspace folder tools work in (default: the current folder).
     #[arg(long, global = true, value_name = "DIR")]
     root: Option<PathBuf>,
-    /// Another folder of .scm tool files to load (repeatable).
+    /// A config file to use instead of the workspace's toolhost.toml (trusted: you named it).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Another folder of .scm tool files to load (repeatable; trusted: you named it).
     #[arg(long = "tools", global = true, value_name = "DIR")]
     tool_dirs: Vec<PathBuf>,
+    /// Answer yes to every confirmation the guard asks for.
+    #[arg(long, global = true)]
+    yes: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -50,8 +62,12 @@ enum Command {
         /// The tool's name.
         tool: String,
         /// The arguments as a model would send them (an object, or a string holding one); `-`
-        /// reads them from standard input.
-        json: String,
+        /// reads them from standard input; left out means {}.
+        json: Option<String>,
+        /// Print the whole call record (arguments as received and tidied, notes, the guard's
+        /// decision, result or error, time taken) instead of the answer alone.
+        #[arg(long)]
+        record: bool,
     },
     /// Print the tool catalogue in a provider's shape (a JSON array; for pformat, the
     /// instructions and catalogue text).
@@ -65,6 +81,11 @@ enum Command {
         #[command(subcommand)]
         command: PformatCommand,
     },
+    /// Trust the workspace's own toolhost.toml and .toolhost/tools/ (recorded with a digest in your
+    /// config folder; a changed file makes it untrusted again).
+    Trust,
+    /// Forget the workspace's trust.
+    Untrust,
 }
 
 #[derive(Subcommand, Debug)]
@@ -89,14 +110,36 @@ enum CatalogueFormat {
 /// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    let root = cli.root.clone().unwrap_or_else(|| PathBuf::from("."));
-    // `call` answers with JSON on standard output: what scripts print goes to standard error.
-    let mut builder = HostBuilder::new(root).display_to_stderr(matches!(cli.command, Command::Call { .. }));
-    for dir in &cli.tool_dirs {
-        builder = builder.tool_dir(dir);
+    let flags = Flags {
+        root: cli.root.clone().unwrap_or_else(|| PathBuf::from(".")),
+        config: cli.config.clone(),
+        tool_dirs: cli.tool_dirs.clone(),
+        yes: cli.yes,
+    };
+    match &cli.command {
+        Command::Trust => return trust_workspace(&flags),
+        Command::Untrust => return untrust_workspace(&flags),
+        _ => {}
     }
+    // The REPL on a terminal asks whether to trust a workspace instead of skipping its files.
+    let interactive = matches!(cli.command, Command::Repl) && on_terminal();
+    let ask = |message: &str| ask_yes_no(&format!("{message}.\nTrust this workspace now? [y/N] "));
+    let setup = match Setup::discover(&flags, if interactive { Some(&ask) } else { None }) {
+        Ok(setup) => setup,
+        Err(e) => return settings_error(&e),
+    };
+    if let Some(notice) = &setup.notice {
+        eprintln!("{notice}");
+    }
+    let builder = match setup.builder(&flags, terminal_confirmer()) {
+        Ok(builder) => builder,
+        Err(e) => return settings_error(&e),
+    };
+    // `call` answers with JSON on standard output: what scripts print goes to standard error.
+    let builder = builder.display_to_stderr(matches!(cli.command, Command::Call { .. }));
     let mut host = match builder.build() {
         Ok(host) => host,
+        Err(e) if e.kind() == ErrorKind::Config => return settings_error(&e),
         Err(e) => {
             eprintln!("toolhost: {e}");
             return 1;
@@ -115,7 +158,7 @@ pub fn main() -> i32 {
                 1
             }
         },
-        Command::Call { tool, json } => call(&mut host, &tool, &json),
+        Command::Call { tool, json, record } => call(&mut host, &tool, json.as_deref().unwrap_or("{}"), record),
         Command::Tools { format } => {
             let specs = host.specs();
             let format = match format {
@@ -141,7 +184,84 @@ pub fn main() -> i32 {
             println!("{}", pformat::parse_to_json(&text, &host.specs()));
             0
         }
+        Command::Trust | Command::Untrust => 0,
     }
+}
+
+/// Reports a settings error (a bad config file, a missing folder): exit 2.
+fn settings_error(e: &Error) -> i32 {
+    eprintln!("toolhost: {e}");
+    2
+}
+
+fn trust_workspace(flags: &Flags) -> i32 {
+    match trust::trust(&flags.root) {
+        Ok(record) => {
+            let files: Vec<String> =
+                record.files.iter().map(|f| f.strip_prefix(&record.root).unwrap_or(f).display().to_string()).collect();
+            if files.is_empty() {
+                println!(
+                    "trusted {} (it has no toolhost.toml or tool files yet; files added later need `toolhost trust` again)",
+                    record.root.display()
+                );
+            } else {
+                println!("trusted {}: {} (until one of them changes)", record.root.display(), files.join(", "));
+            }
+            0
+        }
+        Err(e) => settings_error(&e),
+    }
+}
+
+fn untrust_workspace(flags: &Flags) -> i32 {
+    match trust::untrust(&flags.root) {
+        Ok(true) => {
+            println!("forgot the trust of {}", flags.root.display());
+            0
+        }
+        Ok(false) => {
+            println!("{} was not trusted", flags.root.display());
+            0
+        }
+        Err(e) => settings_error(&e),
+    }
+}
+
+/// Whether a person is at a terminal: standard input and standard error both are one.
+fn on_terminal() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// Asks a yes/no question on the terminal (`/dev/tty`, so standard input may carry data); no
+/// answer, or no terminal, is no.
+fn ask_yes_no(question: &str) -> bool {
+    let Ok(tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else { return false };
+    let mut writer = &tty;
+    if writer.write_all(question.as_bytes()).and_then(|()| writer.flush()).is_err() {
+        return false;
+    }
+    let mut answer = String::new();
+    if std::io::BufReader::new(&tty).read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// Who answers the guard's confirmations from the command line: the person at the terminal, shown
+/// the preview; `None` when standard error is not a terminal (confirm then means deny).
+fn terminal_confirmer() -> Option<Confirmer> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    Some(Arc::new(|request: &ConfirmRequest<'_>| {
+        let reason = request.reason.map(|r| format!(" ({r})")).unwrap_or_default();
+        let question = format!(
+            "toolhost: {} needs your confirmation{reason}:\n{}\nRun it? [y/N] ",
+            request.tool,
+            request.preview.trim_end()
+        );
+        Answer { yes: ask_yes_no(&question), by: "terminal".into() }
+    }))
 }
 
 fn seconds(value: Option<f64>) -> Option<Duration> {
@@ -165,7 +285,7 @@ fn eval(host: &mut Host, expr: &str, limit: Option<Duration>) -> i32 {
     }
 }
 
-fn call(host: &mut Host, tool: &str, json: &str) -> i32 {
+fn call(host: &mut Host, tool: &str, json: &str, record: bool) -> i32 {
     let mut arguments = json.to_string();
     if json == "-" {
         arguments.clear();
@@ -175,6 +295,7 @@ fn call(host: &mut Host, tool: &str, json: &str) -> i32 {
         }
     }
     let outcome = host.call_json(tool, &arguments);
-    println!("{}", outcome.to_json());
+    let answer = if record { outcome.to_record_json() } else { outcome.to_json() };
+    println!("{answer}");
     i32::from(outcome.result.is_err())
 }

@@ -18,10 +18,11 @@ use steel::steel_vm::engine::Engine;
 
 use crate::bridge::{self, steel_message, Shared};
 use crate::call::{self, CallOptions, CallRecord, CallRequest};
+use crate::config::Config;
 use crate::context::{Limits, ToolCtx};
 use crate::engine;
 use crate::error::{Error, ErrorKind, Result};
-use crate::guard::Guard;
+use crate::guard::{Confirmer, Guard};
 use crate::registry::{Handler, Primitive, Registry};
 use crate::spec::SpecSet;
 use crate::tools;
@@ -81,6 +82,7 @@ pub struct HostBuilder {
     project_tools: bool,
     limits: Limits,
     guard: Guard,
+    confirmer: Option<Confirmer>,
     extra: Vec<Primitive>,
     trusted_scripts: bool,
     display_to_stderr: bool,
@@ -98,6 +100,7 @@ impl HostBuilder {
             project_tools: true,
             limits: Limits::default(),
             guard: Guard::default(),
+            confirmer: None,
             extra: Vec::new(),
             trusted_scripts: false,
             display_to_stderr: false,
@@ -141,6 +144,37 @@ impl HostBuilder {
     pub fn guard(mut self, guard: Guard) -> Self {
         self.guard = guard;
         self
+    }
+
+    /// Who answers the guard's confirmations, whatever guard is set.
+    pub fn confirmer(mut self, confirmer: Confirmer) -> Self {
+        self.confirmer = Some(confirmer);
+        self
+    }
+
+    /// Applies a config (design section 17): its limits, its guard rules and default, its tool
+    /// folders, and whether scripts are trusted. A confirmer set with [`HostBuilder::confirmer`]
+    /// is kept.
+    ///
+    /// # Errors
+    /// A rule whose glob does not compile (the config reader checks them first).
+    pub fn config(self, config: &Config) -> Result<Self> {
+        let mut builder = self
+            .limits(Limits::from_config(config))
+            .guard(Guard::from_config(config)?)
+            .trusted_scripts(config.scripts_trusted.unwrap_or(false));
+        for dir in &config.tools {
+            if !dir.is_dir() {
+                let files: Vec<String> = config.files.iter().map(|f| f.display().to_string()).collect();
+                return Err(Error::config(format!(
+                    "the tool folder {} named in `tools` does not exist (config read from {})",
+                    dir.display(),
+                    files.join(", ")
+                )));
+            }
+            builder = builder.tool_dir(dir);
+        }
+        Ok(builder)
     }
 
     /// Registers a Rust tool of the embedding program (see [`crate::Tool`]).
@@ -190,7 +224,11 @@ impl HostBuilder {
             engine.globals().iter().map(|name| name.resolve().to_string()).collect();
         scheme_names.extend(prelude_names());
         let ctx = ToolCtx { workspace, limits: self.limits };
-        let shared = Arc::new(Shared::new(registry.clone(), ctx, self.guard, scheme_names));
+        let guard = match self.confirmer {
+            Some(confirmer) => self.guard.confirmer(confirmer),
+            None => self.guard,
+        };
+        let shared = Arc::new(Shared::new(registry.clone(), ctx, guard, scheme_names));
         bridge::install(&mut engine, &shared);
         for tool in registry.iter() {
             shared.check_free(tool.name())?;

@@ -58,6 +58,9 @@
 //! | [`workspace`] | the workspace boundary |
 //! | [`guard`] | allow / deny / confirm before a call runs, and the decision it records |
 //! | [`context`] | what handlers receive: workspace and limits |
+//! | [`config`] | config files: reading, checking and merging them |
+//! | [`trust`] | workspace trust: which workspaces' own config and tools may load |
+//! | [`setup`] | what the command line builds a host from: config, trust and flags |
 //! | `tools` | the built-in tools |
 //! | `engine`, `watchdog` | the steel engine's module set, its time limit |
 //! | `bridge` | Scheme <-> registry: tools as procedures, `register-tool`, tool errors through Scheme |
@@ -70,6 +73,7 @@ pub mod args;
 mod bridge;
 pub mod call;
 pub mod cli;
+pub mod config;
 pub mod context;
 mod engine;
 pub mod error;
@@ -81,10 +85,12 @@ pub mod pformat;
 pub mod registry;
 pub mod repl;
 pub mod schema;
+pub mod setup;
 pub mod spec;
 pub mod strict;
 pub mod tidy;
 mod tools;
+pub mod trust;
 pub mod typed;
 pub mod value;
 mod watchdog;

@@ -2,28 +2,13 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use common::*;
 use serde_json::{json, Value};
 
 fn toolhost(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
-        .args(args)
-        .current_dir(dir)
-        .env("TOOLHOST_HISTORY", dir.join(".history"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("toolhost starts");
-    if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-    } else {
-        drop(child.stdin.take());
-    }
-    child.wait_with_output().unwrap()
+    Home::new().run(dir, args, stdin)
 }
 
 fn stdout(o: &Output) -> String {
@@ -109,7 +94,8 @@ fn tools_prints_each_provider_shape() {
 fn repl_reads_multi_line_input_and_answers_commands() {
     let dir = workspace(&[]);
     let input = "(fs-read \"a.txt\"\n   5 1)\n:help fs-read\n:tools\n:call fs-read {\"path\": \"a.txt\", \"start\": \"7\", \"count\": 1}\n(car '())\n(+ 40 2)\n:quit\n";
-    let out = toolhost(dir.path(), &["repl"], Some(input));
+    let home = Home::new();
+    let out = home.run(dir.path(), &["repl"], Some(input));
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
     assert!(text.contains("5\tline 5"), "{text}");
@@ -121,7 +107,7 @@ fn repl_reads_multi_line_input_and_answers_commands() {
         "{text}"
     );
     assert!(text.contains("error: ") && text.contains("42"), "{text}");
-    let history = std::fs::read_to_string(dir.path().join(".history")).unwrap();
+    let history = std::fs::read_to_string(home.history_file()).unwrap();
     assert!(history.contains("(+ 40 2)"), "the session is kept in the history file: {history}");
 }
 
@@ -145,7 +131,9 @@ fn call_output_stays_one_json_object_when_a_tool_prints() {
         ".toolhost/tools/noisy.scm",
         "(define-tool (noisy (x string \"X\")) \"Prints.\" (displayln \"debug:\" x) x)\n",
     )]);
-    let out = toolhost(dir.path(), &["call", "noisy", r#"{"x":"hi"}"#], None);
+    let home = Home::new();
+    assert_eq!(home.run(dir.path(), &["trust"], None).status.code(), Some(0));
+    let out = home.run(dir.path(), &["call", "noisy", r#"{"x":"hi"}"#], None);
     let value: Value = serde_json::from_str(&stdout(&out)).expect("stdout is exactly one JSON object");
     assert_eq!(value["result"], json!("hi"));
     assert!(String::from_utf8_lossy(&out.stderr).contains("debug: hi"));

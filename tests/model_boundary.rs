@@ -463,8 +463,12 @@ fn catalogue_properties_keep_declared_order_and_required_lists_only_required() {
 fn toolhost_call_prints_the_tidy_notes() {
     let dir = workspace();
     let args = quoted(&json!({"path": "a.txt", "count": "1"}));
+    // A home of its own, so the real user's config and trust store are never read.
+    let home = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .current_dir(dir.path())
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path())
         .args(["call", "fs-read", &args])
         .output()
         .unwrap();

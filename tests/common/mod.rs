@@ -53,3 +53,56 @@ pub fn err_of(outcome: &CallRecord) -> (String, String) {
 pub fn numbered_lines(text: &str) -> Vec<u64> {
     text.lines().filter_map(|l| l.split('\t').next()?.trim().parse().ok()).collect()
 }
+
+/// A home folder of a test's own: the `toolhost` processes a test runs get it as `HOME` and
+/// `XDG_CONFIG_HOME`, so no test reads or writes the real user's config or trust store. steel's
+/// own `STEEL_HOME` is left unset, as a newcomer's shell has it.
+pub struct Home(tempfile::TempDir);
+
+impl Home {
+    pub fn new() -> Home {
+        Home(tempfile::tempdir().expect("tempdir"))
+    }
+
+    /// `$XDG_CONFIG_HOME/toolhost`: where the user's `config.toml` and the trust store live.
+    pub fn toolhost_config_dir(&self) -> std::path::PathBuf {
+        self.0.path().join("xdg-config/toolhost")
+    }
+
+    /// The REPL's history file.
+    pub fn history_file(&self) -> std::path::PathBuf {
+        self.0.path().join(".history")
+    }
+
+    /// `toolhost ARGS` in `dir`, with this home.
+    pub fn command(&self, dir: &Path, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        command
+            .args(args)
+            .current_dir(dir)
+            .env("HOME", self.0.path())
+            .env("XDG_CONFIG_HOME", self.0.path().join("xdg-config"))
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("STEEL_HOME")
+            .env("TOOLHOST_HISTORY", self.history_file());
+        command
+    }
+
+    /// Runs `toolhost ARGS` in `dir` with `stdin` as its input (none: closed).
+    pub fn run(&self, dir: &Path, args: &[&str], stdin: Option<&str>) -> std::process::Output {
+        use std::io::Write;
+        let mut child = self
+            .command(dir, args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("toolhost starts");
+        let mut input = child.stdin.take().expect("stdin");
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).expect("write stdin");
+        }
+        drop(input);
+        child.wait_with_output().expect("toolhost runs")
+    }
+}

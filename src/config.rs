@@ -1,0 +1,1294 @@
+//! Config files (design section 17): reading one TOML file into a checked [`ConfigLayer`], and merging
+//! the user's and the project's layers into the one [`Config`] the host uses. It does not decide which
+//! files may load (that is `crate::trust`), apply defaults (the core does, so every default has one
+//! home), or apply flags (flags override the merged config in the command line code).
+//!
+//! # The format
+//!
+//! `toolhost.example.toml` at the repository root shows every key. Every table refuses keys it does
+//! not know, and every value is checked when the file is read, so nothing runs with a half-read or
+//! half-understood config: limits must be positive, globs must compile, URLs must be `http(s)://`,
+//! `provider.api_key_env` must be the *name* of a variable (never the key), `provider.extra_body` may
+//! not set `tools`, `messages` or `model`, and an `[[mcp]]` server has a unique name of
+//! `[A-Za-z0-9_-]` and exactly one of `command` (stdio) or `url` (streamable HTTP).
+//!
+//! # Errors
+//!
+//! Every error has kind config and points at the file and the 1-based line; its message starts with
+//! the key path, so it reads `toolhost.toml:7: limits.output_chars: must be a positive integer, got 0`.
+//! Entries of `[[guard.rule]]` and `[[mcp]]` are counted from 1 in key paths (`guard.rule[2].path` is
+//! the second rule), as a person counts the headers in the file. A TOML syntax error has no key; it
+//! reads `toolhost.toml:3: invalid TOML at column 8: ...`.
+//!
+//! # Merging
+//!
+//! [`merge`] takes layers in order, earliest first (the user's file, then the project's). Each file
+//! sets only what it names, so a later file overrides an earlier one key by key:
+//! - scalars (each limit, `guard.default`, `scripts.trusted`, each `provider` field) take the last
+//!   file's value that sets them;
+//! - `provider.extra_body` merges key by key (top-level keys only: a later `{ a = { x = 1 } }`
+//!   replaces the earlier `a` whole, since a request field is one value);
+//! - `tools` folders accumulate, the earlier file's first, each folder once;
+//! - `guard.rule` lists concatenate with the later file's rules *first*: the first matching rule
+//!   decides, so the project's rules decide where they match and the user's still apply elsewhere;
+//! - `[[mcp]]` servers merge by name: a later server with a known name replaces the earlier one in its
+//!   place (so the catalogue order stays stable), new names are appended.
+//!
+//! Relative `tools` entries are resolved against the folder of the file that names them when the file
+//! is read, so after merging every folder is a full path and it no longer matters which file named it.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use serde::de;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use toml::Spanned;
+
+use crate::error::{Error, Result};
+
+/// What the guard decides for a call: `allow`, `deny` or `confirm` in a config file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Run it.
+    Allow,
+    /// Refuse it; the model is told why.
+    Deny,
+    /// Ask a person first (without one, this means deny).
+    Confirm,
+}
+
+/// How the agent loop talks tools with its model: `native` or `pformat` in a config file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialect {
+    /// The provider's own tool-calling API.
+    Native,
+    /// Tool calls written as text tags (design section 7), for models without native tool calls.
+    Pformat,
+}
+
+/// `[limits]`: each `None` when no file sets it, so the core applies its own default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LimitsConfig {
+    /// Seconds one Scheme tool call may run, nested tool calls included.
+    pub scheme_call_s: Option<f64>,
+    /// `shell-exec`'s default and maximum timeout, in seconds.
+    pub shell_timeout_s: Option<u64>,
+    /// Characters of any one tool result shown to a model.
+    pub output_chars: Option<usize>,
+    /// Lines `fs-read` returns when no count is given.
+    pub read_lines: Option<usize>,
+}
+
+/// One `[[guard.rule]]`, globs checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleConfig {
+    /// Glob over tool names (`fs-*`, `github.*`).
+    pub tool: String,
+    /// Glob over the tool's path argument, relative to the workspace root; `None` matches any call.
+    pub path: Option<String>,
+    /// What the rule decides when it matches.
+    pub action: Action,
+    /// What the model is told on a denial.
+    pub reason: Option<String>,
+    /// Where the rule was written, as `file:line`, for messages that explain a decision.
+    pub origin: String,
+}
+
+/// `[provider]`: the agent loop's model. Every field `None` (and `extra_body` empty) unless set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderConfig {
+    /// The OpenAI-compatible API's base URL (`http://` or `https://`).
+    pub base_url: Option<String>,
+    /// The model name sent with each request.
+    pub model: Option<String>,
+    /// The name of the environment variable that holds the API key.
+    pub api_key_env: Option<String>,
+    /// Native tool calls or P-format text.
+    pub dialect: Option<Dialect>,
+    /// Whether tool schemas are sent in the provider's strict form.
+    pub strict_tools: Option<bool>,
+    /// Seconds one model request may take.
+    pub timeout_s: Option<f64>,
+    /// Fields merged into each request body; never `tools`, `messages` or `model`.
+    pub extra_body: Map<String, Value>,
+}
+
+/// How toolhost reaches an MCP server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum McpTransport {
+    /// A child process spoken to over its standard input and output.
+    Stdio {
+        /// The program to start.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables added to its environment.
+        env: BTreeMap<String, String>,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        /// The endpoint (`http://` or `https://`).
+        url: String,
+    },
+}
+
+/// One `[[mcp]]` server, checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServerConfig {
+    /// The server's name; its tools are registered as `name.tool`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: McpTransport,
+    /// Seconds one call may take; `None` leaves it to the core's default.
+    pub timeout_s: Option<f64>,
+    /// Where the server was written, as `file:line`, for messages about starting it.
+    pub origin: String,
+}
+
+/// What one config file sets, checked, with relative tool folders resolved. Merge layers with
+/// [`merge`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfigLayer {
+    /// The file it was read from.
+    pub file: PathBuf,
+    /// Tool folders it names, joined to the file's folder.
+    pub tools: Vec<PathBuf>,
+    /// `[limits]`.
+    pub limits: LimitsConfig,
+    /// `guard.default`.
+    pub guard_default: Option<Action>,
+    /// `[[guard.rule]]`, in file order.
+    pub rules: Vec<RuleConfig>,
+    /// `scripts.trusted`.
+    pub scripts_trusted: Option<bool>,
+    /// `[provider]`.
+    pub provider: ProviderConfig,
+    /// `[[mcp]]`, in file order.
+    pub mcp: Vec<McpServerConfig>,
+}
+
+/// The merged config the host uses (see the module docs for how layers combine).
+/// `Config::default()` is the empty config: nothing set, so the core's defaults apply.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    /// More tool folders, in load order.
+    pub tools: Vec<PathBuf>,
+    /// `[limits]`.
+    pub limits: LimitsConfig,
+    /// `guard.default`.
+    pub guard_default: Option<Action>,
+    /// Guard rules in the order they are tried: the later file's first.
+    pub rules: Vec<RuleConfig>,
+    /// `scripts.trusted`.
+    pub scripts_trusted: Option<bool>,
+    /// `[provider]`.
+    pub provider: ProviderConfig,
+    /// MCP servers, by unique name.
+    pub mcp: Vec<McpServerConfig>,
+    /// The files that were read, in order.
+    pub files: Vec<PathBuf>,
+}
+
+impl Config {
+    /// Reads the user's config file when it exists (a missing one is fine), then the project's when
+    /// given and it exists, and merges them. A `--config FILE` that must exist is read with
+    /// [`read_file`] instead.
+    ///
+    /// # Errors
+    /// When a file that exists cannot be read or is invalid.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let project = dir.path().join("toolhost.toml");
+    /// std::fs::write(&project, "[limits]\nread_lines = 50\n").unwrap();
+    /// let config = toolhost::config::Config::load(Some(&dir.path().join("missing.toml")), Some(&project)).unwrap();
+    /// assert_eq!(config.limits.read_lines, Some(50));
+    /// assert_eq!(config.files, vec![project]);
+    /// ```
+    pub fn load(user: Option<&Path>, project: Option<&Path>) -> Result<Config> {
+        let mut layers = Vec::new();
+        for path in [user, project].into_iter().flatten() {
+            layers.extend(read_if_exists(path)?);
+        }
+        Ok(merge(layers))
+    }
+}
+
+/// Merges layers, earliest first; later layers override earlier ones as the module docs describe.
+///
+/// ```
+/// use toolhost::config::{merge, parse};
+/// use std::path::Path;
+///
+/// let user = parse("[limits]\nread_lines = 100\noutput_chars = 9000\n", Path::new("/u/config.toml")).unwrap();
+/// let project = parse("[limits]\nread_lines = 50\n", Path::new("/p/toolhost.toml")).unwrap();
+/// let config = merge([user, project]);
+/// assert_eq!(config.limits.read_lines, Some(50));
+/// assert_eq!(config.limits.output_chars, Some(9000));
+/// ```
+pub fn merge(layers: impl IntoIterator<Item = ConfigLayer>) -> Config {
+    let mut config = Config::default();
+    for layer in layers {
+        for folder in layer.tools {
+            if !config.tools.contains(&folder) {
+                config.tools.push(folder);
+            }
+        }
+
+        let limits = &mut config.limits;
+        limits.scheme_call_s = layer.limits.scheme_call_s.or(limits.scheme_call_s);
+        limits.shell_timeout_s = layer.limits.shell_timeout_s.or(limits.shell_timeout_s);
+        limits.output_chars = layer.limits.output_chars.or(limits.output_chars);
+        limits.read_lines = layer.limits.read_lines.or(limits.read_lines);
+
+        config.guard_default = layer.guard_default.or(config.guard_default);
+        // The later file's rules go first: the first match decides.
+        let mut rules = layer.rules;
+        rules.append(&mut config.rules);
+        config.rules = rules;
+
+        config.scripts_trusted = layer.scripts_trusted.or(config.scripts_trusted);
+
+        let (provider, later) = (&mut config.provider, layer.provider);
+        provider.base_url = later.base_url.or(provider.base_url.take());
+        provider.model = later.model.or(provider.model.take());
+        provider.api_key_env = later.api_key_env.or(provider.api_key_env.take());
+        provider.dialect = later.dialect.or(provider.dialect);
+        provider.strict_tools = later.strict_tools.or(provider.strict_tools);
+        provider.timeout_s = later.timeout_s.or(provider.timeout_s);
+        // serde_json's map keeps a replaced key in its place, so the body's field order is stable.
+        provider.extra_body.extend(later.extra_body);
+
+        for server in layer.mcp {
+            match config.mcp.iter_mut().find(|s| s.name == server.name) {
+                Some(earlier) => *earlier = server,
+                None => config.mcp.push(server),
+            }
+        }
+
+        config.files.push(layer.file);
+    }
+    config
+}
+
+/// Reads and checks a config file that must exist.
+///
+/// # Errors
+/// When the file is missing, unreadable, not UTF-8, or invalid (see [`parse`]).
+pub fn read_file(path: &Path) -> Result<ConfigLayer> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        let what = match e.kind() {
+            io::ErrorKind::NotFound => "config file not found".to_string(),
+            io::ErrorKind::InvalidData => "config file is not UTF-8 text".to_string(),
+            _ => format!("cannot read config file: {e}"),
+        };
+        Error::config(what).at(shown, None)
+    })?;
+    parse(&text, path)
+}
+
+/// Reads and checks a config file when it exists; `Ok(None)` when it does not.
+///
+/// # Errors
+/// When the file exists but is unreadable or invalid.
+pub fn read_if_exists(path: &Path) -> Result<Option<ConfigLayer>> {
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        _ => read_file(path).map(Some),
+    }
+}
+
+/// The user's config file: `$XDG_CONFIG_HOME/toolhost/config.toml`, else
+/// `$HOME/.config/toolhost/config.toml`; `None` when neither variable gives a folder.
+pub fn user_config_path() -> Option<PathBuf> {
+    user_config_path_from(std::env::var_os("XDG_CONFIG_HOME").as_deref(), std::env::var_os("HOME").as_deref())
+}
+
+/// The user's toolhost config folder (where `config.toml` and the trust store live), from the
+/// environment as [`user_config_path`] finds it.
+pub fn user_config_dir() -> Option<PathBuf> {
+    user_config_dir_from(std::env::var_os("XDG_CONFIG_HOME").as_deref(), std::env::var_os("HOME").as_deref())
+}
+
+/// [`user_config_path`] from given values of `XDG_CONFIG_HOME` and `HOME`.
+///
+/// ```
+/// use std::ffi::OsStr;
+/// use std::path::PathBuf;
+/// use toolhost::config::user_config_path_from;
+///
+/// let home = Some(OsStr::new("/home/me"));
+/// let default = Some(PathBuf::from("/home/me/.config/toolhost/config.toml"));
+/// assert_eq!(user_config_path_from(None, home), default);
+/// // The XDG base directory spec ignores a relative XDG_CONFIG_HOME.
+/// assert_eq!(user_config_path_from(Some(OsStr::new("rel")), home), default);
+/// let xdg = Some(OsStr::new("/xdg"));
+/// assert_eq!(user_config_path_from(xdg, home), Some(PathBuf::from("/xdg/toolhost/config.toml")));
+/// ```
+pub fn user_config_path_from(xdg_config_home: Option<&OsStr>, home: Option<&OsStr>) -> Option<PathBuf> {
+    user_config_dir_from(xdg_config_home, home).map(|dir| dir.join("config.toml"))
+}
+
+/// [`user_config_dir`] from given values of `XDG_CONFIG_HOME` and `HOME`.
+pub fn user_config_dir_from(xdg_config_home: Option<&OsStr>, home: Option<&OsStr>) -> Option<PathBuf> {
+    // Both must be absolute: a relative one would make the config depend on the current folder.
+    fn usable(v: Option<&OsStr>) -> Option<&Path> {
+        v.map(Path::new).filter(|p| p.is_absolute())
+    }
+    if let Some(xdg) = usable(xdg_config_home) {
+        return Some(xdg.join("toolhost"));
+    }
+    usable(home).map(|home| home.join(".config").join("toolhost"))
+}
+
+/// Parses and checks the text of the config file `file` (named in errors; relative `tools` entries
+/// are joined to its folder).
+///
+/// # Errors
+/// A config error naming the file, the line and the key: a TOML syntax error, an unknown key, a
+/// value of the wrong type, or a value the checks in the module docs refuse.
+///
+/// ```
+/// use std::path::Path;
+///
+/// let err = toolhost::config::parse("[limits]\noutput_chars = 0\n", Path::new("toolhost.toml")).unwrap_err();
+/// assert_eq!(err.to_string(), "toolhost.toml:2: limits.output_chars: must be a positive integer, got 0");
+/// ```
+pub fn parse(text: &str, file: &Path) -> Result<ConfigLayer> {
+    let shown = file.display().to_string();
+    let fail = |offset: Option<usize>, message: String| {
+        Error::config(message).at(shown.clone(), offset.map(|offset| line_of(text, offset)))
+    };
+
+    let de = toml::de::Deserializer::parse(text).map_err(|e| {
+        let start = e.span().map(|s| s.start);
+        let column = start.map(|o| format!(" at column {}", column_of(text, o))).unwrap_or_default();
+        fail(start, format!("invalid TOML{column}: {}", one_line(e.message())))
+    })?;
+    let raw: RawFile = serde_path_to_error::deserialize(de).map_err(|e| {
+        let key = key_path(e.path());
+        let what = toml_words(e.inner().message());
+        let message = if key.is_empty() { what } else { format!("{key}: {what}") };
+        fail(e.inner().span().map(|s| s.start), message)
+    })?;
+
+    // Relative tool folders belong to the file's folder, wherever toolhost was started.
+    let folder = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+    let folder = folder.parent().unwrap_or(Path::new(""));
+    let tools = raw.tools.unwrap_or_default().iter().map(|t| normalize(&folder.join(t))).collect();
+
+    let limits = raw.limits.unwrap_or_default();
+    let limits = LimitsConfig {
+        scheme_call_s: limits.scheme_call_s.map(|s| s.0),
+        shell_timeout_s: limits.shell_timeout_s.map(|n| n.0),
+        output_chars: limits.output_chars.map(|n| usize::try_from(n.0).unwrap_or(usize::MAX)),
+        read_lines: limits.read_lines.map(|n| usize::try_from(n.0).unwrap_or(usize::MAX)),
+    };
+
+    let guard = raw.guard.unwrap_or_default();
+    let rules = guard
+        .rule
+        .map(|r| r.0)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|rule| {
+            let origin = format!("{shown}:{}", line_of(text, rule.span().start));
+            let rule = rule.into_inner();
+            RuleConfig {
+                tool: rule.tool.0,
+                path: rule.path.map(|p| p.0),
+                action: rule.action,
+                reason: rule.reason,
+                origin,
+            }
+        })
+        .collect();
+
+    let provider = raw.provider.unwrap_or_default();
+    let provider = ProviderConfig {
+        base_url: provider.base_url.map(|u| u.0),
+        model: provider.model.map(|m| m.0),
+        api_key_env: provider.api_key_env.map(|n| n.0),
+        dialect: provider.dialect,
+        strict_tools: provider.strict_tools,
+        timeout_s: provider.timeout_s.map(|s| s.0),
+        extra_body: provider.extra_body.map(|b| b.0).unwrap_or_default(),
+    };
+
+    let mcp = mcp_servers(raw.mcp.map(|m| m.0).unwrap_or_default(), text, &shown)?;
+
+    Ok(ConfigLayer {
+        file: file.to_path_buf(),
+        tools,
+        limits,
+        guard_default: guard.default,
+        rules,
+        scripts_trusted: raw.scripts.and_then(|s| s.trusted),
+        provider,
+        mcp,
+    })
+}
+
+/// Checks what one entry cannot check alone: one transport per server, names unique in the file.
+fn mcp_servers(entries: Vec<Spanned<RawMcp>>, text: &str, shown: &str) -> Result<Vec<McpServerConfig>> {
+    let mut servers: Vec<McpServerConfig> = Vec::new();
+    // Each accepted server's name line, for the duplicate-name message.
+    let mut name_lines: Vec<usize> = Vec::new();
+    for (i, entry) in entries.into_iter().enumerate() {
+        let key = format!("mcp[{}]", i + 1);
+        let line = line_of(text, entry.span().start);
+        let fail = |what: String| Error::config(format!("{key}{what}")).at(shown, Some(line));
+        let server = entry.into_inner();
+        let name_line = line_of(text, server.name.span().start);
+        let name = server.name.into_inner().0;
+        let earlier = servers.iter().zip(&name_lines).enumerate().find(|(_, (s, _))| s.name == name);
+        if let Some((j, (_, first_line))) = earlier {
+            let what = format!(
+                "{key}.name: {name:?} is already the name of mcp[{}] (line {first_line}); \
+                 each server needs its own name",
+                j + 1
+            );
+            return Err(Error::config(what).at(shown, Some(name_line)));
+        }
+        let transport = match (server.command, server.url) {
+            (Some(command), None) => McpTransport::Stdio {
+                command: command.0,
+                args: server.args.unwrap_or_default(),
+                env: server.env.unwrap_or_default(),
+            },
+            (None, Some(url)) => {
+                let stdio_only = if server.args.is_some() {
+                    Some("args")
+                } else if server.env.is_some() {
+                    Some("env")
+                } else {
+                    None
+                };
+                if let Some(extra) = stdio_only {
+                    return Err(fail(format!(
+                        ".{extra}: only goes with `command`; a server reached by `url` takes no {extra}"
+                    )));
+                }
+                McpTransport::Http { url: url.0 }
+            }
+            (Some(_), Some(_)) => {
+                return Err(fail(
+                    ": has both `command` and `url`; give `command` for a local server over stdio or `url` for \
+                     streamable HTTP, not both"
+                        .to_string(),
+                ));
+            }
+            (None, None) => {
+                return Err(fail(
+                    ": needs `command` (a local server over stdio) or `url` (a streamable HTTP server)".to_string(),
+                ));
+            }
+        };
+        name_lines.push(name_line);
+        servers.push(McpServerConfig {
+            name,
+            transport,
+            timeout_s: server.timeout_s.map(|s| s.0),
+            origin: format!("{shown}:{line}"),
+        });
+    }
+    Ok(servers)
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+/// The 1-based column (in characters) of byte `offset` in `text`.
+fn column_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    let line_start = text.as_bytes()[..end].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    // `offset` comes from the parser and should sit on a char boundary; count bytes if it does not.
+    text.get(line_start..end).map_or(end - line_start, |s| s.chars().count()) + 1
+}
+
+fn one_line(message: &str) -> String {
+    message.trim().replace('\n', "; ")
+}
+
+/// serde's words for a type error, in TOML's terms (tables and arrays, keys not fields).
+fn toml_words(message: &str) -> String {
+    one_line(message)
+        .replacen("unknown field", "unknown key", 1)
+        .replacen("missing field", "missing required key", 1)
+        .replacen("unknown variant", "unknown value", 1)
+        .replace("invalid type: map", "invalid type: table")
+        .replace("invalid type: sequence", "invalid type: array")
+        .replace("expected a sequence", "expected an array")
+        .replace("expected a map", "expected a table")
+}
+
+/// Renders a serde path as a TOML key path: `guard.rule[2].path`, entries counted from 1.
+fn key_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => {
+                let _ = write!(out, "[{}]", index + 1);
+            }
+            // `toml::Spanned` is deserialized as a struct with private field names; they are not keys.
+            Segment::Map { key } if key.starts_with("$__") => {}
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                let bare = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                if bare {
+                    out.push_str(key);
+                } else {
+                    let _ = write!(out, "{key:?}");
+                }
+            }
+            Segment::Unknown => out.push_str(".?"),
+        }
+    }
+    out
+}
+
+/// Joins without `.` components or a trailing slash, so the same folder named twice compares equal.
+fn normalize(path: &Path) -> PathBuf {
+    path.components().filter(|c| !matches!(c, Component::CurDir)).collect()
+}
+
+// ---- The file as serde reads it: every key optional, every value checked as it is read. ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    tools: Option<Vec<String>>,
+    limits: Option<RawLimits>,
+    guard: Option<RawGuard>,
+    scripts: Option<RawScripts>,
+    provider: Option<RawProvider>,
+    mcp: Option<TableArray<RawMcp>>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    scheme_call_s: Option<Seconds>,
+    shell_timeout_s: Option<PositiveInt>,
+    output_chars: Option<PositiveInt>,
+    read_lines: Option<PositiveInt>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGuard {
+    default: Option<Action>,
+    rule: Option<TableArray<RawRule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    tool: ToolGlob,
+    path: Option<PathGlob>,
+    action: Action,
+    reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScripts {
+    trusted: Option<bool>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProvider {
+    base_url: Option<HttpUrl>,
+    model: Option<NonEmpty>,
+    api_key_env: Option<EnvName>,
+    dialect: Option<Dialect>,
+    strict_tools: Option<bool>,
+    timeout_s: Option<Seconds>,
+    extra_body: Option<ExtraBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMcp {
+    name: Spanned<McpName>,
+    command: Option<NonEmpty>,
+    args: Option<Vec<String>>,
+    env: Option<BTreeMap<String, String>>,
+    url: Option<HttpUrl>,
+    timeout_s: Option<Seconds>,
+}
+
+/// An array of tables (`[[guard.rule]]`, `[[mcp]]`), each entry with its span for its line.
+struct TableArray<T>(Vec<Spanned<T>>);
+
+/// The header an array-of-tables entry is written under, for the error when it is written as one table.
+trait Header {
+    const HEADER: &'static str;
+}
+
+impl Header for RawRule {
+    const HEADER: &'static str = "[[guard.rule]]";
+}
+
+impl Header for RawMcp {
+    const HEADER: &'static str = "[[mcp]]";
+}
+
+impl<'de, T: Deserialize<'de> + Header> Deserialize<'de> for TableArray<T> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Entries<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de> + Header> de::Visitor<'de> for Entries<T> {
+            type Value = TableArray<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "an array of tables, each under its own {} header", T::HEADER)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Self::Value, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = seq.next_element()? {
+                    entries.push(entry);
+                }
+                Ok(TableArray(entries))
+            }
+        }
+        d.deserialize_seq(Entries(std::marker::PhantomData))
+    }
+}
+
+/// Reads a value as TOML sees it, then checks it, so a refusal can say what was there.
+fn checked<'de, D, T>(
+    d: D,
+    check: impl FnOnce(toml::Value) -> std::result::Result<T, String>,
+) -> std::result::Result<T, D::Error>
+where
+    D: de::Deserializer<'de>,
+{
+    let value = toml::Value::deserialize(d)?;
+    check(value).map_err(de::Error::custom)
+}
+
+/// A TOML value as a person would recognise it in a message.
+fn describe(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => format!("{s:?}"),
+        toml::Value::Integer(i) => i.to_string(),
+        // `{:?}` keeps the `.0` of a whole float, so `30.0` does not read as the integer 30.
+        toml::Value::Float(f) => format!("{f:?}"),
+        toml::Value::Boolean(b) => b.to_string(),
+        toml::Value::Datetime(d) => format!("the date-time {d}"),
+        toml::Value::Array(_) => "an array".to_string(),
+        toml::Value::Table(_) => "a table".to_string(),
+    }
+}
+
+/// A count: a TOML integer above zero.
+struct PositiveInt(u64);
+
+impl<'de> Deserialize<'de> for PositiveInt {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        checked(d, |v| match v {
+            toml::Value::Integer(n) if n > 0 => Ok(PositiveInt(n.unsigned_abs())),
+            other => Err(format!("must be a positive integer, got {}", describe(&other))),
+        })
+    }
+}
+
+/// A time limit: a positive, finite number of seconds (integer or float) that fits a `Duration`.
+struct Seconds(f64);
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        checked(d, |v| {
+            let seconds = match v {
+                toml::Value::Integer(n) => n as f64,
+                toml::Value::Float(f) => f,
+                ref other => return Err(format!("must be a positive number of seconds, got {}", describe(other))),
+            };
+            // The core turns it into a `Duration`, whose constructor panics on what this refuses.
+            if seconds > 0.0 && Duration::try_from_secs_f64(seconds).is_ok() {
+                Ok(Seconds(seconds))
+            } else {
+                Err(format!("must be a positive number of seconds, got {}", describe(&v)))
+            }
+        })
+    }
+}
+
+/// A string that must not be empty.
+struct NonEmpty(String);
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.trim().is_empty() {
+            return Err(de::Error::custom("must not be empty"));
+        }
+        Ok(NonEmpty(s))
+    }
+}
+
+fn check_glob(pattern: &str) -> std::result::Result<(), String> {
+    globset::Glob::new(pattern).map(|_| ()).map_err(|e| format!("{pattern:?} is not a valid glob: {}", e.kind()))
+}
+
+/// A glob over tool names.
+struct ToolGlob(String);
+
+impl<'de> Deserialize<'de> for ToolGlob {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.is_empty() {
+            return Err(de::Error::custom("must not be empty; `*` matches every tool"));
+        }
+        check_glob(&s).map_err(de::Error::custom)?;
+        Ok(ToolGlob(s))
+    }
+}
+
+/// A glob over a path argument, relative to the workspace root.
+struct PathGlob(String);
+
+impl<'de> Deserialize<'de> for PathGlob {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.is_empty() {
+            return Err(de::Error::custom("must not be empty; leave `path` out to match every call"));
+        }
+        // The guard matches paths relative to the root, so an absolute glob would never match.
+        if s.starts_with('/') || s.starts_with('\\') {
+            return Err(de::Error::custom(format!(
+                "{s:?} is absolute; path globs are relative to the workspace root (e.g. \"secrets/**\")"
+            )));
+        }
+        check_glob(&s).map_err(de::Error::custom)?;
+        Ok(PathGlob(s))
+    }
+}
+
+/// A URL that starts with `http://` or `https://`.
+struct HttpUrl(String);
+
+impl<'de> Deserialize<'de> for HttpUrl {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let lower = s.to_ascii_lowercase();
+        let rest = lower.strip_prefix("http://").or_else(|| lower.strip_prefix("https://"));
+        match rest {
+            Some(host) if !host.is_empty() => Ok(HttpUrl(s)),
+            Some(_) => Err(de::Error::custom(format!("{s:?} has no host after the scheme"))),
+            None => Err(de::Error::custom(format!("must start with http:// or https://, got {s:?}"))),
+        }
+    }
+}
+
+/// The name of an environment variable.
+struct EnvName(String);
+
+impl<'de> Deserialize<'de> for EnvName {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let mut chars = s.chars();
+        let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ok {
+            // The value is not echoed: when this fails it may well be the key itself.
+            return Err(de::Error::custom(
+                "must be the name of an environment variable that holds the API key (like OPENAI_API_KEY), \
+                 never the key itself",
+            ));
+        }
+        Ok(EnvName(s))
+    }
+}
+
+/// An MCP server's name: it prefixes the server's tool names.
+struct McpName(String);
+
+impl<'de> Deserialize<'de> for McpName {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.is_empty() || !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(de::Error::custom(format!(
+                "must be letters, digits, `_` or `-` (its tools are named NAME.tool), got {s:?}"
+            )));
+        }
+        Ok(McpName(s))
+    }
+}
+
+/// `provider.extra_body` as JSON: integers stay integers, floats stay floats, date-times become
+/// RFC 3339 strings (JSON has no date-time). Keys come out sorted, as the TOML table holds them.
+struct ExtraBody(Map<String, Value>);
+
+/// Request fields toolhost sends itself; `extra_body` may not replace them.
+const RESERVED_BODY_KEYS: [&str; 3] = ["tools", "messages", "model"];
+
+impl<'de> Deserialize<'de> for ExtraBody {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let table = toml::Table::deserialize(d)?;
+        if let Some(key) = RESERVED_BODY_KEYS.into_iter().find(|k| table.contains_key(*k)) {
+            return Err(de::Error::custom(format!(
+                "may not set `{key}`: toolhost sends tools, messages and model itself \
+                 (use provider.model for the model)"
+            )));
+        }
+        let mut body = Map::new();
+        for (key, value) in table {
+            let value = to_json(value).map_err(|what| de::Error::custom(format!("{key}: {what}")))?;
+            body.insert(key, value);
+        }
+        Ok(ExtraBody(body))
+    }
+}
+
+fn to_json(value: toml::Value) -> std::result::Result<Value, String> {
+    Ok(match value {
+        toml::Value::String(s) => Value::String(s),
+        toml::Value::Integer(i) => Value::from(i),
+        toml::Value::Float(f) => Value::Number(
+            serde_json::Number::from_f64(f).ok_or_else(|| format!("{f:?} is not a number JSON can carry"))?,
+        ),
+        toml::Value::Boolean(b) => Value::Bool(b),
+        toml::Value::Datetime(d) => Value::String(d.to_string()),
+        toml::Value::Array(items) => {
+            Value::Array(items.into_iter().map(to_json).collect::<std::result::Result<_, _>>()?)
+        }
+        toml::Value::Table(table) => {
+            let mut map = Map::new();
+            for (k, v) in table {
+                map.insert(k, to_json(v)?);
+            }
+            Value::Object(map)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_ok(text: &str) -> ConfigLayer {
+        match parse(text, Path::new("/w/toolhost.toml")) {
+            Ok(layer) => layer,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The error's Display for `text` read as `/w/toolhost.toml`.
+    fn parse_err(text: &str) -> String {
+        let err = parse(text, Path::new("/w/toolhost.toml")).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::Config);
+        assert_eq!(err.file(), Some("/w/toolhost.toml"));
+        err.to_string()
+    }
+
+    const FULL: &str = r#"
+tools = ["tools", "../shared/./tools/", "/abs/tools"]
+
+[limits]
+scheme_call_s = 2.5
+shell_timeout_s = 60
+output_chars = 1000
+read_lines = 20
+
+[guard]
+default = "confirm"
+
+[[guard.rule]]
+tool = "shell-exec"
+action = "confirm"
+
+[[guard.rule]]
+tool = "fs-*"
+path = "secrets/**"
+action = "deny"
+reason = "secrets stay private"
+
+[scripts]
+trusted = true
+
+[provider]
+base_url = "https://api.example.com/v1"
+model = "m"
+api_key_env = "MY_KEY"
+dialect = "pformat"
+strict_tools = true
+timeout_s = 90
+extra_body = { temperature = 0.2, max_tokens = 512, stop = ["x"], opts = { a = 1.0, when = 1979-05-27T07:32:00Z } }
+
+[[mcp]]
+name = "github"
+command = "npx"
+args = ["-y", "some-mcp-server"]
+env = { TOKEN = "t" }
+timeout_s = 60
+
+[[mcp]]
+name = "web_2"
+url = "http://127.0.0.1:3001/mcp"
+"#;
+
+    #[test]
+    fn every_section_is_read_from_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("toolhost.toml");
+        std::fs::write(&file, FULL).unwrap();
+        let layer = read_file(&file).unwrap();
+        let at = |line: usize| format!("{}:{line}", file.display());
+        assert_eq!(layer.file, file);
+        assert_eq!(
+            layer.tools,
+            vec![dir.path().join("tools"), dir.path().join("../shared/tools"), PathBuf::from("/abs/tools")]
+        );
+        assert_eq!(
+            layer.limits,
+            LimitsConfig {
+                scheme_call_s: Some(2.5),
+                shell_timeout_s: Some(60),
+                output_chars: Some(1000),
+                read_lines: Some(20)
+            }
+        );
+        assert_eq!(layer.guard_default, Some(Action::Confirm));
+        assert_eq!(layer.rules.len(), 2);
+        assert_eq!(layer.rules[0].tool, "shell-exec");
+        assert_eq!(layer.rules[0].path, None);
+        assert_eq!(layer.rules[0].action, Action::Confirm);
+        assert_eq!(layer.rules[0].origin, at(13));
+        assert_eq!(layer.rules[1].path.as_deref(), Some("secrets/**"));
+        assert_eq!(layer.rules[1].action, Action::Deny);
+        assert_eq!(layer.rules[1].reason.as_deref(), Some("secrets stay private"));
+        assert_eq!(layer.rules[1].origin, at(17));
+        assert_eq!(layer.scripts_trusted, Some(true));
+
+        let p = &layer.provider;
+        assert_eq!(p.base_url.as_deref(), Some("https://api.example.com/v1"));
+        assert_eq!(p.model.as_deref(), Some("m"));
+        assert_eq!(p.api_key_env.as_deref(), Some("MY_KEY"));
+        assert_eq!(p.dialect, Some(Dialect::Pformat));
+        assert_eq!(p.strict_tools, Some(true));
+        assert_eq!(p.timeout_s, Some(90.0));
+        let body = serde_json::to_string(&p.extra_body).unwrap();
+        // Integers stay integers, floats stay floats (1.0 too), date-times become strings.
+        assert_eq!(
+            body,
+            r#"{"max_tokens":512,"opts":{"a":1.0,"when":"1979-05-27T07:32:00Z"},"stop":["x"],"temperature":0.2}"#
+        );
+        assert!(p.extra_body["max_tokens"].is_i64());
+        assert!(p.extra_body["opts"]["a"].is_f64());
+
+        assert_eq!(layer.mcp.len(), 2);
+        let github = &layer.mcp[0];
+        assert_eq!(github.name, "github");
+        assert_eq!(github.timeout_s, Some(60.0));
+        assert_eq!(github.origin, at(35));
+        assert_eq!(
+            github.transport,
+            McpTransport::Stdio {
+                command: "npx".into(),
+                args: vec!["-y".into(), "some-mcp-server".into()],
+                env: BTreeMap::from([("TOKEN".to_string(), "t".to_string())]),
+            }
+        );
+        assert_eq!(layer.mcp[1].transport, McpTransport::Http { url: "http://127.0.0.1:3001/mcp".into() });
+        assert_eq!(layer.mcp[1].timeout_s, None);
+    }
+
+    #[test]
+    fn an_empty_file_sets_nothing() {
+        let layer = parse_ok("# nothing here\n");
+        assert_eq!(layer, ConfigLayer { file: PathBuf::from("/w/toolhost.toml"), ..ConfigLayer::default() });
+        assert_eq!(merge([layer]), Config { files: vec![PathBuf::from("/w/toolhost.toml")], ..Config::default() });
+    }
+
+    #[test]
+    fn the_shipped_example_parses_and_sets_every_key() {
+        let layer = parse(include_str!("../toolhost.example.toml"), Path::new("/repo/toolhost.example.toml"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let l = &layer.limits;
+        assert!(l.scheme_call_s.is_some() && l.shell_timeout_s.is_some());
+        assert!(l.output_chars.is_some() && l.read_lines.is_some());
+        assert!(!layer.tools.is_empty() && layer.guard_default.is_some() && layer.scripts_trusted.is_some());
+        assert!(layer.rules.iter().any(|r| r.path.is_some() && r.reason.is_some()));
+        let p = &layer.provider;
+        assert!(p.base_url.is_some() && p.model.is_some() && p.api_key_env.is_some() && p.dialect.is_some());
+        assert!(p.strict_tools.is_some() && p.timeout_s.is_some() && !p.extra_body.is_empty());
+        assert!(layer.mcp.iter().any(
+            |s| matches!(&s.transport, McpTransport::Stdio { args, env, .. } if !args.is_empty() && !env.is_empty())
+        ));
+        assert!(layer.mcp.iter().any(|s| matches!(s.transport, McpTransport::Http { .. }) && s.timeout_s.is_some()));
+    }
+
+    #[test]
+    fn merge_overrides_key_by_key_and_orders_rules_and_servers() {
+        let user = parse(
+            r#"
+tools = ["tools", "common"]
+[limits]
+read_lines = 100
+output_chars = 9000
+[guard]
+default = "deny"
+[[guard.rule]]
+tool = "user-*"
+action = "allow"
+[provider]
+model = "user-model"
+extra_body = { temperature = 0.5, top_p = 0.9 }
+[[mcp]]
+name = "a"
+command = "a-old"
+[[mcp]]
+name = "b"
+command = "b"
+"#,
+            Path::new("/home/u/.config/toolhost/config.toml"),
+        )
+        .unwrap();
+        let project = parse(
+            r#"
+tools = ["tools", "/home/u/.config/toolhost/common"]
+[limits]
+read_lines = 50
+[[guard.rule]]
+tool = "proj-*"
+action = "deny"
+[provider]
+base_url = "http://localhost:1/v1"
+extra_body = { temperature = 0.1, seed = 7 }
+[[mcp]]
+name = "c"
+url = "http://localhost:2/mcp"
+[[mcp]]
+name = "a"
+url = "http://localhost:3/mcp"
+"#,
+            Path::new("/w/toolhost.toml"),
+        )
+        .unwrap();
+        let config = merge([user, project]);
+
+        // Tools accumulate, the user's first, each folder once.
+        assert_eq!(
+            config.tools,
+            vec![
+                PathBuf::from("/home/u/.config/toolhost/tools"),
+                PathBuf::from("/home/u/.config/toolhost/common"),
+                PathBuf::from("/w/tools"),
+            ]
+        );
+        // Limits key by key.
+        assert_eq!(config.limits.read_lines, Some(50));
+        assert_eq!(config.limits.output_chars, Some(9000));
+        assert_eq!(config.limits.scheme_call_s, None);
+        assert_eq!(config.guard_default, Some(Action::Deny));
+        // The project's rules first.
+        let tools: Vec<&str> = config.rules.iter().map(|r| r.tool.as_str()).collect();
+        assert_eq!(tools, ["proj-*", "user-*"]);
+        assert_eq!(config.rules[1].origin, "/home/u/.config/toolhost/config.toml:8");
+        // Provider fields and extra_body key by key.
+        assert_eq!(config.provider.model.as_deref(), Some("user-model"));
+        assert_eq!(config.provider.base_url.as_deref(), Some("http://localhost:1/v1"));
+        assert_eq!(
+            serde_json::to_string(&config.provider.extra_body).unwrap(),
+            r#"{"temperature":0.1,"top_p":0.9,"seed":7}"#
+        );
+        // Servers by name: `a` replaced in its place, `c` appended.
+        let names: Vec<&str> = config.mcp.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(config.mcp[0].transport, McpTransport::Http { url: "http://localhost:3/mcp".into() });
+        assert_eq!(
+            config.files,
+            vec![PathBuf::from("/home/u/.config/toolhost/config.toml"), PathBuf::from("/w/toolhost.toml")]
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_names_the_allowed_keys() {
+        let msg = parse_err("[limits]\nread_lines = 5\noutput_char = 9\n");
+        assert!(
+            msg.starts_with("/w/toolhost.toml:3: limits.output_char: unknown key `output_char`, expected one of"),
+            "{msg}"
+        );
+        assert!(msg.contains("`output_chars`"), "{msg}");
+
+        let msg = parse_err("toolz = []\n");
+        assert!(msg.starts_with("/w/toolhost.toml:1: toolz: unknown key `toolz`"), "{msg}");
+        assert!(msg.contains("`tools`") && msg.contains("`mcp`"), "{msg}");
+
+        let rules = "[[guard.rule]]\ntool = \"a\"\naction = \"deny\"\n";
+        let msg = parse_err(&format!("{rules}[[guard.rule]]\ntool = \"b\"\naction = \"deny\"\npaths = \"x\"\n"));
+        assert!(msg.starts_with("/w/toolhost.toml:7: guard.rule[2].paths: unknown key `paths`"), "{msg}");
+    }
+
+    #[test]
+    fn a_wrong_type_names_file_line_and_key() {
+        let msg = parse_err("[limits]\n\noutput_chars = \"big\"\n");
+        assert_eq!(msg, "/w/toolhost.toml:3: limits.output_chars: must be a positive integer, got \"big\"");
+        let msg = parse_err("[limits]\nread_lines = 2.0\n");
+        assert_eq!(msg, "/w/toolhost.toml:2: limits.read_lines: must be a positive integer, got 2.0");
+        let msg = parse_err("[scripts]\ntrusted = \"yes\"\n");
+        assert_eq!(msg, "/w/toolhost.toml:2: scripts.trusted: invalid type: string \"yes\", expected a boolean");
+        let msg = parse_err("[guard]\ndefault = \"maybe\"\n");
+        assert!(msg.starts_with("/w/toolhost.toml:2: guard.default: unknown value `maybe`"), "{msg}");
+        let msg = parse_err("[guard.rule]\ntool = \"x\"\naction = \"deny\"\n");
+        let expected =
+            "guard.rule: invalid type: table, expected an array of tables, each under its own [[guard.rule]] header";
+        assert!(msg.contains(expected), "{msg}");
+        let msg = parse_err("[[guard.rule]]\naction = \"deny\"\n");
+        assert_eq!(msg, "/w/toolhost.toml:1: guard.rule[1]: missing required key `tool`");
+    }
+
+    #[test]
+    fn a_zero_or_negative_limit_is_refused() {
+        let msg = parse_err("[limits]\noutput_chars = 0\n");
+        assert_eq!(msg, "/w/toolhost.toml:2: limits.output_chars: must be a positive integer, got 0");
+        let msg = parse_err("[limits]\nshell_timeout_s = -5\n");
+        assert_eq!(msg, "/w/toolhost.toml:2: limits.shell_timeout_s: must be a positive integer, got -5");
+        let msg = parse_err("[limits]\nscheme_call_s = 0.0\n");
+        assert_eq!(msg, "/w/toolhost.toml:2: limits.scheme_call_s: must be a positive number of seconds, got 0.0");
+        let msg = parse_err("[limits]\nscheme_call_s = inf\n");
+        assert_eq!(msg, "/w/toolhost.toml:2: limits.scheme_call_s: must be a positive number of seconds, got inf");
+        let msg = parse_err("[[mcp]]\nname = \"x\"\ncommand = \"x\"\ntimeout_s = nan\n");
+        assert!(msg.starts_with("/w/toolhost.toml:4: mcp[1].timeout_s: must be a positive number of seconds"), "{msg}");
+        assert_eq!(parse_ok("[limits]\nscheme_call_s = 1\n").limits.scheme_call_s, Some(1.0));
+    }
+
+    #[test]
+    fn a_bad_glob_gives_globsets_reason() {
+        let msg = parse_err("[[guard.rule]]\ntool = \"fs-*\"\npath = \"secrets/[a\"\naction = \"deny\"\n");
+        assert!(
+            msg.starts_with("/w/toolhost.toml:3: guard.rule[1].path: \"secrets/[a\" is not a valid glob: unclosed"),
+            "{msg}"
+        );
+        let msg = parse_err("[[guard.rule]]\ntool = \"{a\"\naction = \"deny\"\n");
+        assert!(
+            msg.starts_with("/w/toolhost.toml:2: guard.rule[1].tool: \"{a\" is not a valid glob: unclosed"),
+            "{msg}"
+        );
+        let msg = parse_err("[[guard.rule]]\ntool = \"*\"\npath = \"/etc/**\"\naction = \"deny\"\n");
+        assert!(msg.starts_with("/w/toolhost.toml:3: guard.rule[1].path: \"/etc/**\" is absolute"), "{msg}");
+    }
+
+    #[test]
+    fn mcp_entries_are_checked() {
+        let first = "[[mcp]]\nname = \"a\"\ncommand = \"x\"\n\n";
+        let msg = parse_err(&format!("{first}[[mcp]]\nname = \"b\"\ncommand = \"x\"\nurl = \"http://h/mcp\"\n"));
+        assert!(msg.starts_with("/w/toolhost.toml:5: mcp[2]: has both `command` and `url`"), "{msg}");
+        let msg = parse_err("[[mcp]]\nname = \"a\"\n");
+        assert!(msg.starts_with("/w/toolhost.toml:1: mcp[1]: needs `command`"), "{msg}");
+        let msg = parse_err("[[mcp]]\nname = \"a\"\nurl = \"ftp://h\"\n");
+        assert_eq!(msg, "/w/toolhost.toml:3: mcp[1].url: must start with http:// or https://, got \"ftp://h\"");
+        let msg = parse_err("[[mcp]]\nname = \"a.b\"\ncommand = \"x\"\n");
+        assert!(msg.starts_with("/w/toolhost.toml:2: mcp[1].name: must be letters, digits"), "{msg}");
+        let msg = parse_err("[[mcp]]\nname = \"a\"\nurl = \"http://h\"\nargs = [\"x\"]\n");
+        assert!(msg.starts_with("/w/toolhost.toml:1: mcp[1].args: only goes with `command`"), "{msg}");
+        let msg = parse_err("[[mcp]]\nname = \"a\"\ncommand = \"x\"\nenv = { K = 1 }\n");
+        assert!(
+            msg.starts_with("/w/toolhost.toml:4: mcp[1].env.K: invalid type: integer `1`, expected a string"),
+            "{msg}"
+        );
+        let msg = parse_err("[[mcp]]\nname = \"a\"\ncommand = \"x\"\n[[mcp]]\nname = \"a\"\nurl = \"http://h\"\n");
+        assert_eq!(
+            msg,
+            "/w/toolhost.toml:5: mcp[2].name: \"a\" is already the name of mcp[1] (line 2); \
+             each server needs its own name"
+        );
+    }
+
+    #[test]
+    fn provider_values_are_checked() {
+        let msg = parse_err("[provider]\nmodel = \"m\"\nextra_body = { temperature = 0.1, tools = [] }\n");
+        assert!(msg.starts_with("/w/toolhost.toml:3: provider.extra_body: may not set `tools`"), "{msg}");
+        let msg = parse_err("[provider]\n[provider.extra_body]\nmessages = []\n");
+        assert!(msg.starts_with("/w/toolhost.toml:2: provider.extra_body: may not set `messages`"), "{msg}");
+        let msg = parse_err("[provider]\nbase_url = \"localhost:8080\"\n");
+        assert_eq!(
+            msg,
+            "/w/toolhost.toml:2: provider.base_url: must start with http:// or https://, got \"localhost:8080\""
+        );
+        let msg = parse_err("[provider]\napi_key_env = \"sk-secret123\"\n");
+        assert!(
+            msg.starts_with("/w/toolhost.toml:2: provider.api_key_env: must be the name of an environment variable")
+        );
+        assert!(!msg.contains("secret123"), "the key itself must not be echoed: {msg}");
+        let msg = parse_err("[provider]\ndialect = \"xml\"\n");
+        assert!(msg.starts_with("/w/toolhost.toml:2: provider.dialect: unknown value `xml`"), "{msg}");
+        let msg = parse_err("[provider]\nextra_body = { \"top p\" = nan }\n");
+        assert!(msg.contains("provider.extra_body: top p: NaN is not a number JSON can carry"), "{msg}");
+    }
+
+    #[test]
+    fn a_toml_syntax_error_gives_its_line() {
+        let msg = parse_err("[limits]\nread_lines = 5\nread_lines = 6\n");
+        assert!(msg.starts_with("/w/toolhost.toml:3: invalid TOML at column 1: "), "{msg}");
+        let msg = parse_err("# a comment\n\n[limits\n");
+        assert!(msg.starts_with("/w/toolhost.toml:3: invalid TOML at column 8: "), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+    }
+
+    #[test]
+    fn lines_are_counted_from_byte_offsets() {
+        let text = "a\nbé\nc";
+        assert_eq!(line_of(text, 0), 1);
+        assert_eq!(line_of(text, 2), 2);
+        assert_eq!(line_of(text, 6), 3);
+        assert_eq!(line_of(text, 99), 3);
+        assert_eq!(column_of(text, 5), 3);
+    }
+
+    #[test]
+    fn files_are_read_from_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope.toml");
+        let err = read_file(&missing).unwrap_err();
+        assert_eq!(err.to_string(), format!("{}: config file not found", missing.display()));
+        assert_eq!(read_if_exists(&missing).unwrap(), None);
+
+        let file = dir.path().join("toolhost.toml");
+        std::fs::write(&file, "tools = [\"t\"]\n[limits]\noutput_chars = 0\n").unwrap();
+        let err = read_if_exists(&file).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("{}:3: limits.output_chars: must be a positive integer, got 0", file.display())
+        );
+        assert_eq!(err.line(), Some(3));
+
+        std::fs::write(&file, "tools = [\"t\"]\n").unwrap();
+        let layer = read_file(&file).unwrap();
+        assert_eq!(layer.tools, vec![dir.path().join("t")]);
+
+        let user = dir.path().join("user.toml");
+        std::fs::write(&user, "[limits]\nread_lines = 7\n").unwrap();
+        let config = Config::load(Some(&user), Some(&file)).unwrap();
+        assert_eq!(config.files, vec![user.clone(), file.clone()]);
+        assert_eq!(config.limits.read_lines, Some(7));
+        assert_eq!(Config::load(None, Some(&missing)).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn the_user_config_path_follows_xdg() {
+        let os = |s: &'static str| Some(OsStr::new(s));
+        assert_eq!(user_config_path_from(os("/x"), os("/h")), Some(PathBuf::from("/x/toolhost/config.toml")));
+        assert_eq!(user_config_path_from(os(""), os("/h")), Some(PathBuf::from("/h/.config/toolhost/config.toml")));
+        assert_eq!(user_config_path_from(os("x"), os("/h")), Some(PathBuf::from("/h/.config/toolhost/config.toml")));
+        assert_eq!(user_config_path_from(None, os("/h")), Some(PathBuf::from("/h/.config/toolhost/config.toml")));
+        assert_eq!(user_config_path_from(None, os("")), None);
+        assert_eq!(user_config_path_from(None, None), None);
+        assert_eq!(user_config_dir_from(os("/x"), None), Some(PathBuf::from("/x/toolhost")));
+    }
+}
