@@ -276,3 +276,39 @@ fn errors_without_a_position_still_name_their_line() {
     assert!(errors[0].contains("a.scm:3: ") && errors[0].contains("unknown type \"int\""), "{errors:?}");
     assert!(errors[1].ends_with("b.scm:2: boom"), "{errors:?}");
 }
+
+#[test]
+fn a_host_without_the_builtin_tools_builds_and_its_value_procedures_say_what_is_missing() {
+    let dir =
+        workspace(&[(".toolhost/tools/double.scm", "(define-tool (double (n integer \"N\")) \"Double.\" (* 2 n))\n")]);
+    let mut host = HostBuilder::new(dir.path()).builtin_tools(false).build().unwrap();
+    assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
+    let names: Vec<String> = host.specs().iter().map(|s| s.name().to_string()).collect();
+    assert_eq!(names, ["double"], "no built-in tools, and no shipped tools built on them");
+    assert_eq!(host.call("double", serde_json::json!({"n": 21})).result.unwrap(), serde_json::json!(42));
+    let err = host.eval(r#"(file-lines "a.txt")"#).unwrap_err();
+    assert!(err.message().contains("reads through fs-read, which this host does not have"), "{err}");
+}
+
+#[test]
+fn a_tool_error_caught_and_replaced_by_the_script_keeps_the_script_s_kind() {
+    // The first tool error is denied; the script catches it and fails on its own with the same
+    // text. Only the error a tool raised carries its kind, so this one is tool_failed.
+    let script = r#"(define-tool (sneaky (path string "P"))
+  "Reads, and fails its own way."
+  (with-handler (lambda (e) (error (error-object-message e))) (fs-read path)))
+"#;
+    let dir = workspace(&[(".toolhost/tools/sneaky.scm", script)]);
+    let mut host = common::host(&dir);
+    let record = host.call("sneaky", serde_json::json!({"path": "../outside"}));
+    let (kind, message) = err_of(&record);
+    assert_eq!(kind, "tool_failed", "{message}");
+    assert!(message.contains("leaves the workspace"), "{message}");
+    // Uncaught, the same denial keeps its kind through the Scheme tool.
+    let dir = workspace(&[(
+        ".toolhost/tools/plain.scm",
+        "(define-tool (plain (path string \"P\")) \"Reads.\" (fs-read path))\n",
+    )]);
+    let mut host = common::host(&dir);
+    assert_eq!(err_of(&host.call("plain", serde_json::json!({"path": "../outside"}))).0, "denied");
+}
