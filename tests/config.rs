@@ -265,3 +265,53 @@ fn the_example_config_in_the_repository_is_valid_and_applies() {
     let out = home.run(dir.path(), &["--config", "example.toml", "tools"], None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// Runs `toolhost ARGS` on a pseudo-terminal (util-linux `script`), typing `typed` at it.
+fn on_terminal(home: &Home, dir: &Path, args: &[&str], typed: &str) -> String {
+    let quoted: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_toolhost").to_string())
+        .chain(args.iter().map(|a| format!("'{}'", a.replace('\'', r"'\''"))))
+        .collect();
+    // The test's home and environment, as `Home::run` gives them.
+    let command = home.command(dir, &[]);
+    let out = std::process::Command::new("script")
+        .args(["-qec", &quoted.join(" "), "/dev/null"])
+        .current_dir(dir)
+        .envs(command.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(typed.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("script runs");
+    String::from_utf8_lossy(&out.stdout).replace('\r', "")
+}
+
+#[test]
+fn on_a_terminal_a_confirmation_shows_the_preview_and_takes_the_answer() {
+    let dir = workspace(&[("confirm.toml", "[[guard.rule]]\ntool = \"shell-exec\"\naction = \"confirm\"\n")]);
+    let home = Home::new();
+    let args = ["--config", "confirm.toml", "call", "shell-exec", r#"{"cmd": "touch yes-file"}"#];
+    let screen = on_terminal(&home, dir.path(), &args, "y\n");
+    assert!(screen.contains("shell-exec needs your confirmation") && screen.contains("$ touch yes-file"), "{screen}");
+    assert!(screen.contains(r#""ok":true"#), "{screen}");
+    assert!(dir.path().join("yes-file").exists());
+    let args = ["--config", "confirm.toml", "call", "shell-exec", r#"{"cmd": "touch no-file"}"#];
+    let screen = on_terminal(&home, dir.path(), &args, "n\n");
+    assert!(screen.contains("the person declined"), "{screen}");
+    assert!(!dir.path().join("no-file").exists());
+}
+
+#[test]
+fn the_repl_on_a_terminal_asks_to_trust_the_workspace() {
+    let dir = workspace(&[(".toolhost/tools/hi.scm", "(define-tool (hi) \"Say hi.\" \"hi there\")\n")]);
+    let home = Home::new();
+    let screen = on_terminal(&home, dir.path(), &["repl"], "y\n(hi)\n:quit\n");
+    assert!(screen.contains("Trust this workspace now?"), "{screen}");
+    assert!(screen.contains("hi there"), "{screen}");
+    // It was recorded: the next run loads the tool without asking.
+    let out = home.run(dir.path(), &["call", "hi"], None);
+    assert_eq!(stdout_json(&out)["result"], "hi there");
+}
