@@ -40,22 +40,35 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// The interactive REPL.
+    #[command(long_about = "The interactive REPL: type Scheme and every expression on the line is evaluated and \
+printed in Scheme notation; tools are procedures, (fs-read \"src/main.rs\" 120 50).
+
+Input continues on the next line until its brackets balance. Tab completes tool names, Scheme \
+procedures and :commands, listing the candidates when there are several.
+
+  :help NAME         a tool's signature, description and parameters (:help alone: this list)
+  :tools             every tool with its signature
+  :call NAME JSON    call a tool with JSON arguments, exactly as a model's call runs
+  :quit              leave (also Ctrl-D)
+
+Ctrl-C stops what runs (a Scheme loop, a shell-exec command and its processes) and gives the \
+prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HISTORY to move it).")]
     Repl,
     /// Evaluate one expression in a full host and print its result (exit 1 on error).
     Eval {
         /// The Scheme expression.
         expr: String,
-        /// Stop the evaluation after this many seconds.
-        #[arg(long, value_name = "SECONDS")]
-        timeout_s: Option<f64>,
+        /// Stop the evaluation after this many seconds (a positive number).
+        #[arg(long, value_name = "SECONDS", value_parser = positive_seconds, allow_negative_numbers = true)]
+        timeout_s: Option<Duration>,
     },
     /// Run a Scheme file in a full host.
     Run {
         /// The .scm file.
         file: PathBuf,
-        /// Stop the script after this many seconds.
-        #[arg(long, value_name = "SECONDS")]
-        timeout_s: Option<f64>,
+        /// Stop the script after this many seconds (a positive number).
+        #[arg(long, value_name = "SECONDS", value_parser = positive_seconds, allow_negative_numbers = true)]
+        timeout_s: Option<Duration>,
     },
     /// Call a tool through the exact path a model's call takes; print one JSON object.
     Call {
@@ -148,10 +161,14 @@ pub fn main() -> i32 {
     for problem in host.load_errors() {
         eprintln!("toolhost: warning: {problem}");
     }
+    if !matches!(cli.command, Command::Repl) {
+        // Ctrl-C stops a running evaluation or call (the REPL installs its own).
+        crate::repl::on_interrupt(host.interrupter());
+    }
     match cli.command {
         Command::Repl => crate::repl::run(host),
-        Command::Eval { expr, timeout_s } => eval(&mut host, &expr, seconds(timeout_s)),
-        Command::Run { file, timeout_s } => match host.run_file(&file, seconds(timeout_s)) {
+        Command::Eval { expr, timeout_s } => eval(&mut host, &expr, timeout_s),
+        Command::Run { file, timeout_s } => match host.run_file(&file, timeout_s) {
             Ok(_) => 0,
             Err(e) => {
                 eprintln!("toolhost: {e}");
@@ -264,16 +281,20 @@ fn terminal_confirmer() -> Option<Confirmer> {
     }))
 }
 
-fn seconds(value: Option<f64>) -> Option<Duration> {
-    value.and_then(|s| Duration::try_from_secs_f64(s).ok())
+/// Reads a `--timeout-s` value: a positive, finite number of seconds.
+fn positive_seconds(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text.trim().parse().map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err(format!("the timeout must be a positive number of seconds, got {text}"));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("{text} seconds is too long a timeout"))
 }
 
 fn eval(host: &mut Host, expr: &str, limit: Option<Duration>) -> i32 {
-    match host.eval_within(expr, limit).map(|v| crate::host::render_result(&v)) {
+    match host.eval_all(expr, limit).map(|values| crate::host::render_values(&values)) {
         Ok(text) => {
-            if text.ends_with('\n') {
-                print!("{text}");
-            } else if !text.is_empty() {
+            crate::engine::end_display_line();
+            if !text.is_empty() {
                 println!("{text}");
             }
             0

@@ -1,5 +1,8 @@
-//! What a tool handler is given besides its arguments: the workspace it works in and the limits
-//! that bound its output and its time.
+//! What a tool handler is given besides its arguments: the workspace it works in, the limits that
+//! bound its output and its time, and the flag that says the person wants it stopped.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use crate::workspace::Workspace;
 
@@ -10,6 +13,29 @@ pub struct ToolCtx {
     pub workspace: Workspace,
     /// Output caps and time limits.
     pub limits: Limits,
+    /// Set when the person interrupts (Ctrl-C): a tool that waits (shell-exec) stops at once.
+    pub cancel: Cancel,
+}
+
+/// A flag an interrupt sets and long-running tools watch. Cheap to clone; clones share the flag.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// Asks whatever runs to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a stop was asked for since the current run began.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// Clears the flag as a new run begins, so a late interrupt does not stop the next one.
+    pub(crate) fn reset(&self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
 }
 
 /// Caps on what tools read and return, and how long they may run. The first four are the config's

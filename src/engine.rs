@@ -13,6 +13,7 @@
 //! macro kernel).
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use steel::parser::lexer::TokenStream;
@@ -187,6 +188,19 @@ fn boxed(f: impl Fn(&[SteelVal]) -> steel::rvals::Result<SteelVal> + Send + Sync
     SteelVal::anonymous_boxed_function(Arc::new(f))
 }
 
+/// Whether what scripts last displayed on standard output did not end its line.
+static MID_LINE: AtomicBool = AtomicBool::new(false);
+
+/// Ends the line scripts' `display` output left open, so what is printed next (a value, the REPL's
+/// prompt, which redraws its line) does not hide it.
+pub(crate) fn end_display_line() {
+    if MID_LINE.swap(false, Ordering::Relaxed) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(b"\n");
+        let _ = stdout.flush();
+    }
+}
+
 /// `display`, `displayln` and `newline`. (steel's own come with its print library, which costs as
 /// much again as everything else loaded here.)
 fn install_display(engine: &mut Engine, to_stderr: bool) {
@@ -206,10 +220,11 @@ fn install_display(engine: &mut Engine, to_stderr: bool) {
         }
         if to_stderr {
             let _ = std::io::stderr().lock().write_all(out.as_bytes());
-        } else {
+        } else if !out.is_empty() {
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(out.as_bytes());
             let _ = stdout.flush();
+            MID_LINE.store(!out.ends_with('\n'), Ordering::Relaxed);
         }
         Ok(SteelVal::Void)
     };
@@ -255,6 +270,9 @@ pub(crate) struct Scan {
     /// The names of `(register-tool "name" ...)` forms, so the host can bind them before the
     /// program runs and the program can call the tools it registers.
     pub tool_names: Vec<String>,
+    /// The names of `(define-tool (name ...) ...)` forms: with `tool_names`, every tool the
+    /// program means to define, so a file that fails can leave its tools saying why.
+    pub defined_tools: Vec<String>,
     /// The byte offset where brackets first nest deeper than [`MAX_SOURCE_DEPTH`]: steel's
     /// parser and compiler recurse per level and would overflow the stack.
     pub too_deep_at: Option<usize>,
@@ -267,8 +285,9 @@ pub(crate) const MAX_SOURCE_DEPTH: usize = 256;
 /// Reads a program's tokens (without compiling it).
 pub(crate) fn scan(source: &str) -> Scan {
     let mut found = Scan::default();
-    // The last two tokens: an open paren, then `register-tool`.
+    // The last tokens: an open paren, then `register-tool`; or `(define-tool (`.
     let (mut open, mut register) = (false, false);
+    let mut define_tool = 0u8;
     let mut depth = 0usize;
     for token in TokenStream::new(source, false, None) {
         let Ok(token) = token else { continue };
@@ -293,10 +312,42 @@ pub(crate) fn scan(source: &str) -> Scan {
         if let (true, TokenType::StringLiteral(text)) = (register, &token.ty) {
             found.tool_names.push(text.to_string());
         }
+        define_tool = match (define_tool, &token.ty, name) {
+            (2, _, Some(tool)) => {
+                found.defined_tools.push(tool.to_string());
+                0
+            }
+            (1, TokenType::OpenParen(..), _) => 2,
+            (_, _, Some("define-tool")) if open => 1,
+            _ => 0,
+        };
         register = open && name == Some("register-tool");
         open = matches!(token.ty, TokenType::OpenParen(..));
     }
     found
+}
+
+/// Where a program's brackets do not balance: the byte offset and what is wrong, read from steel's
+/// own tokens (so brackets in strings, characters and comments do not count). `None` when they
+/// balance.
+pub(crate) fn unbalanced(source: &str) -> Option<(usize, String)> {
+    let mut open: Vec<(usize, char)> = Vec::new();
+    for token in TokenStream::new(source, false, None) {
+        let Ok(token) = token else { continue };
+        let at = token.span.start as usize;
+        let text = source.get(at..token.span.end as usize).unwrap_or("(");
+        let bracket = text.chars().find(|c| "()[]{}".contains(*c)).unwrap_or('(');
+        match token.ty {
+            TokenType::OpenParen(..) => open.push((at, bracket)),
+            TokenType::CloseParen(..) if open.pop().is_none() => {
+                return Some((at, format!("`{bracket}` closes nothing")));
+            }
+            _ => {}
+        }
+    }
+    let (at, bracket) = open.pop()?;
+    let more = if open.is_empty() { String::new() } else { format!(" ({} more open before it)", open.len()) };
+    Some((at, format!("`{bracket}` is never closed{more}")))
 }
 
 /// The message for untrusted source that uses `require`.

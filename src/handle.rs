@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::call::{CallRecord, CallRequest};
 use crate::error::{Error, ErrorKind, Result};
-use crate::host::{render_result, Host, HostBuilder, Interrupter};
+use crate::host::{render_values, Host, HostBuilder, Interrupter};
 use crate::pformat;
 use crate::schema::{self, Format};
 use crate::spec::SpecSet;
@@ -32,7 +32,7 @@ pub enum Request {
     PformatCatalogue,
     /// The specs of every tool.
     Specs,
-    /// Evaluate Scheme source and render its value as `toolhost eval` prints it.
+    /// Evaluate Scheme source and render its values as `toolhost eval` prints them.
     Eval {
         /// The source.
         source: String,
@@ -62,8 +62,10 @@ pub enum Reply {
     LoadErrors(Vec<Error>),
 }
 
-/// Answers one request with the host.
+/// Answers one request with the host. An interrupt that arrived between requests is forgotten: an
+/// interrupt stops what runs when it comes.
 pub fn answer(host: &mut Host, request: Request) -> Reply {
+    host.clear_interrupt();
     match request {
         Request::Call(call) => Reply::Call(Box::new(host.run_call(&call))),
         Request::Catalogue { format } => {
@@ -74,7 +76,7 @@ pub fn answer(host: &mut Host, request: Request) -> Reply {
         Request::Specs => Reply::Specs(host.specs()),
         Request::Eval { source, limit_ms } => {
             let limit = limit_ms.map(Duration::from_millis);
-            Reply::Eval(host.eval_within(&source, limit).map(|v| render_result(&v)))
+            Reply::Eval(host.eval_all(&source, limit).map(|values| render_values(&values)))
         }
         Request::LoadErrors => Reply::LoadErrors(host.load_errors().to_vec()),
     }

@@ -19,13 +19,14 @@ use steel::steel_vm::engine::Engine;
 use crate::bridge::{self, steel_message, Shared};
 use crate::call::{self, CallOptions, CallRecord, CallRequest};
 use crate::config::Config;
-use crate::context::{Limits, ToolCtx};
+use crate::context::{Cancel, Limits, ToolCtx};
 use crate::engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::guard::{Confirmer, Guard};
 use crate::registry::{Handler, Primitive, Registry};
 use crate::spec::SpecSet;
 use crate::tools;
+use crate::value::write_scheme;
 use crate::watchdog::Watchdog;
 use crate::workspace::Workspace;
 
@@ -41,16 +42,22 @@ pub const SHIPPED_TOOLS: &[(&str, &str)] =
 /// The folder under the workspace that holds a project's own tool files.
 pub const PROJECT_TOOLS_DIR: &str = ".toolhost/tools";
 
-/// Stops the Scheme code a [`Host`] is running; see [`Host::interrupter`].
+/// Stops what a [`Host`] is running; see [`Host::interrupter`].
 #[derive(Clone)]
-pub struct Interrupter(steel::steel_vm::ThreadStateController);
+pub struct Interrupter(steel::steel_vm::ThreadStateController, Cancel);
 
 impl Interrupter {
-    /// Interrupts the running evaluation at its next instruction.
+    /// Interrupts the running evaluation at its next instruction, and the tool it waits on (a
+    /// `shell-exec` command and its whole process group are killed).
     pub fn interrupt(&self) {
+        // The engine first: whoever sees the flag clears both.
         self.0.interrupt();
+        self.1.cancel();
     }
 }
+
+/// What an interrupted run reports.
+const INTERRUPTED: &str = "interrupted";
 
 /// steel decides its home folder once per process, the first time it compiles anything: from
 /// `STEEL_HOME`, or else by creating a folder in the user's data directory and printing "Unable to
@@ -223,7 +230,7 @@ impl HostBuilder {
         let mut scheme_names: HashSet<String> =
             engine.globals().iter().map(|name| name.resolve().to_string()).collect();
         scheme_names.extend(prelude_names());
-        let ctx = ToolCtx { workspace, limits: self.limits };
+        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default() };
         let guard = match self.confirmer {
             Some(confirmer) => self.guard.confirmer(confirmer),
             None => self.guard,
@@ -302,6 +309,12 @@ impl Host {
         self.shared.registry.read().map(|r| r.specs().clone()).unwrap_or_default()
     }
 
+    /// The names Scheme code can use besides the tools: steel's library, the prelude's helpers and
+    /// the value procedures.
+    pub fn scheme_names(&self) -> Vec<String> {
+        self.shared.scheme_names.iter().cloned().collect()
+    }
+
     /// The tool called `name`.
     pub fn tool(&self, name: &str) -> Option<Arc<Primitive>> {
         self.shared.tool(name)
@@ -352,10 +365,12 @@ impl Host {
     /// Runs one call request through the call path.
     pub fn run_call(&mut self, request: &CallRequest) -> CallRecord {
         let shared = Arc::clone(&self.shared);
-        call::run(&shared, request, &mut |tool, values| match &tool.handler {
+        let record = call::run(&shared, request, &mut |tool, values| match &tool.handler {
             Handler::Rust(_) => bridge::invoke_rust(&shared, tool, &values),
             Handler::Scheme => self.call_scheme_tool(tool.name(), values),
-        })
+        });
+        self.consume_interrupt();
+        record
     }
 
     /// Evaluates Scheme source and returns the value of its last expression (void when empty).
@@ -371,7 +386,18 @@ impl Host {
     /// # Errors
     /// As [`Host::eval`], and [`ErrorKind::Timeout`].
     pub fn eval_within(&mut self, source: &str, limit: Option<Duration>) -> Result<SteelVal> {
-        self.run_file_text("<eval>", source, limit)
+        Ok(self.eval_all(source, limit)?.pop().unwrap_or(SteelVal::Void))
+    }
+
+    /// Evaluates every expression of Scheme source, in order, and returns each one's value (void
+    /// for definitions), stopped after `limit` when one is given.
+    ///
+    /// # Errors
+    /// As [`Host::eval_within`].
+    pub fn eval_all(&mut self, source: &str, limit: Option<Duration>) -> Result<Vec<SteelVal>> {
+        let values = self.run_source(source, "<eval>", limit, false);
+        self.bind_pending();
+        values
     }
 
     /// Runs a script file in the host (`toolhost run`), stopped after `limit` when one is given.
@@ -393,18 +419,49 @@ impl Host {
     /// A handle that stops whatever Scheme code this host is running, from another thread (the
     /// REPL's Ctrl-C). The interrupted evaluation fails; the next one runs normally.
     pub fn interrupter(&self) -> Interrupter {
-        Interrupter(self.engine.get_thread_state_controller())
+        Interrupter(self.engine.get_thread_state_controller(), self.shared.ctx.cancel.clone())
     }
 
-    /// Evaluates Scheme source and renders the result as the REPL and `toolhost eval` print it:
-    /// strings as their text, void as nothing, other values as JSON when they convert, else in
-    /// steel's own notation.
+    /// Forgets an interrupt that arrived while nothing ran, so it does not stop the next run: the
+    /// REPL calls it as it shows its prompt, the handle before each request.
+    pub fn clear_interrupt(&mut self) {
+        self.consume_interrupt();
+    }
+
+    /// Clears a pending interrupt (the engine needs that before it runs again); true when there
+    /// was one.
+    fn consume_interrupt(&mut self) -> bool {
+        let pending = self.shared.ctx.cancel.is_cancelled();
+        if pending {
+            self.engine.get_thread_state_controller().resume();
+            self.shared.ctx.cancel.reset();
+        }
+        pending
+    }
+
+    /// Evaluates Scheme source and gives the value of its last expression as text, for programs:
+    /// a string as its text, void as nothing, any other value as JSON when it converts, else in
+    /// Scheme notation.
     ///
     /// # Errors
     /// As [`Host::eval`].
     pub fn eval_to_string(&mut self, source: &str) -> Result<String> {
         let value = self.eval(source)?;
-        Ok(render_result(&value))
+        Ok(match &value {
+            SteelVal::Void => String::new(),
+            SteelVal::StringV(s) => s.as_str().to_string(),
+            other => crate::value::scheme_to_json(other).map_or_else(|_| write_scheme(other), |json| json.to_string()),
+        })
+    }
+
+    /// Evaluates every expression of Scheme source and renders their values as the REPL and
+    /// `toolhost eval` print them: one line each in Scheme notation ([`write_scheme`]), void ones
+    /// (definitions, `display`) left out.
+    ///
+    /// # Errors
+    /// As [`Host::eval`].
+    pub fn eval_printed(&mut self, source: &str) -> Result<String> {
+        Ok(render_values(&self.eval_all(source, None)?))
     }
 
     /// Loads every `.scm` file of `dir`, in name order, recording failures in
@@ -446,7 +503,26 @@ impl Host {
         let limit = self.shared.ctx.limits.scheme_call;
         let result = self.run_source(text, name, Some(limit), ours);
         self.bind_pending();
+        if let Err(e) = &result {
+            self.leave_unavailable(text, e);
+        }
         result.map(|_| ())
+    }
+
+    /// After a tool file failed, binds each tool it meant to define but did not to a procedure
+    /// that says so and why, instead of leaving the name unbound or bound to nothing.
+    fn leave_unavailable(&mut self, text: &str, error: &Error) {
+        let scan = engine::scan(text);
+        for name in scan.tool_names.iter().chain(&scan.defined_tools) {
+            if self.shared.tool(name).is_some() || self.shared.scheme_names.contains(name) {
+                continue;
+            }
+            let message = format!("{name} is not defined: the file that defines it failed to load: {error}");
+            let function = move |_: &[SteelVal]| -> steel::rvals::Result<SteelVal> {
+                Err(steel::rerrs::SteelErr::new(steel::rerrs::ErrorKind::Generic, message.clone()))
+            };
+            self.engine.register_value(name, SteelVal::anonymous_boxed_function(Arc::new(function)));
+        }
     }
 
     /// Runs a program under an optional time limit, reporting failures with the file and the line
@@ -454,6 +530,11 @@ impl Host {
     /// use what untrusted scripts may not.
     fn run_source(&mut self, source: &str, name: &str, limit: Option<Duration>, ours: bool) -> Result<Vec<SteelVal>> {
         let failure = |kind: ErrorKind, line: Option<usize>, message: String| Error::new(kind, message).at(name, line);
+        if let Some((offset, problem)) = engine::unbalanced(source) {
+            let column = source[..offset].rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            let message = format!("cannot read it: at column {column}, {problem}");
+            return Err(failure(ErrorKind::Script, line_of(source, offset), message));
+        }
         let scan = engine::scan(source);
         if let (false, false, Some(offset)) = (ours, self.trusted_scripts, scan.require_at) {
             return Err(failure(ErrorKind::Script, line_of(source, offset), engine::REQUIRE_REFUSED.to_string()));
@@ -464,15 +545,21 @@ impl Host {
         }
         self.prebind(&scan.tool_names);
         self.shared.reset_raised();
-        // Clears an interrupt that arrived while nothing ran (a late Ctrl-C).
-        self.engine.get_thread_state_controller().resume();
+        // An interrupt that came after the input was read and before the run began is for this run.
+        if self.consume_interrupt() {
+            return Err(failure(ErrorKind::Script, None, INTERRUPTED.to_string()));
+        }
         let armed = limit.map(|l| self.watchdog.arm(l));
         let result = engine::run(&mut self.engine, source.to_string());
         let fired = armed.is_some_and(|a| self.watchdog.disarm(a));
+        let interrupted = self.consume_interrupt();
         result.map_err(|e| {
             if fired {
                 let secs = limit.unwrap_or_default().as_secs_f64();
                 return failure(ErrorKind::Timeout, None, format!("stopped after {secs} s: the time limit passed"));
+            }
+            if interrupted {
+                return failure(ErrorKind::Script, None, INTERRUPTED.to_string());
             }
             let raised = self.shared.raised(&e);
             let line = self.error_line(&e, source).or_else(|| {
@@ -563,6 +650,9 @@ impl Host {
                 format!("{name}: stopped after {} s, the time limit for one call", limit.as_secs_f64()),
             )
             .with_tool(name)),
+            Err(_) if self.shared.ctx.cancel.is_cancelled() => {
+                Err(Error::tool_failed(format!("{name}: {INTERRUPTED}")).with_tool(name))
+            }
             Err(e) => {
                 let kind = self.shared.raised(&e).map_or(ErrorKind::ToolFailed, |raised| raised.kind());
                 Err(Error::new(kind, steel_message(&e)).in_tool(name))
@@ -591,14 +681,9 @@ fn line_of(text: &str, offset: usize) -> Option<usize> {
     (offset <= text.len()).then(|| text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() + 1)
 }
 
-/// How the REPL and `toolhost eval` print a value.
-pub fn render_result(value: &SteelVal) -> String {
-    match value {
-        SteelVal::Void => String::new(),
-        SteelVal::StringV(s) => s.as_str().to_string(),
-        other => match crate::value::scheme_to_json(other) {
-            Ok(json) => json.to_string(),
-            Err(_) => other.to_string(),
-        },
-    }
+/// How the REPL and `toolhost eval` print the values of a program's expressions: one line each
+/// in Scheme notation, void ones left out.
+pub fn render_values(values: &[SteelVal]) -> String {
+    let lines: Vec<String> = values.iter().map(write_scheme).filter(|line| !line.is_empty()).collect();
+    lines.join("\n")
 }

@@ -4,6 +4,8 @@
 
 use std::borrow::Cow;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use rustyline::completion::Completer;
 use rustyline::error::ReadlineError;
@@ -11,9 +13,9 @@ use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::history::DefaultHistory;
 use rustyline::validate::Validator;
-use rustyline::{Context, Editor, Helper};
+use rustyline::{CompletionType, Context, Editor, Helper};
 
-use crate::host::Host;
+use crate::host::{Host, Interrupter};
 
 const HELP: &str = "\
 Type Scheme to evaluate it; tools are procedures: (fs-read \"src/main.rs\" 120 50)
@@ -97,10 +99,17 @@ pub fn respond(host: &mut Host, input: &str) -> Option<String> {
             _ => Some(format!("unknown command :{word}\n{HELP}")),
         };
     }
-    Some(match host.eval_to_string(input) {
+    let answer = match host.eval_printed(input) {
         Ok(text) => text,
-        Err(e) => format!("error: {}", e.message()),
-    })
+        Err(e) => match e.line() {
+            // Where, when the input had more than one line to be wrong in.
+            Some(line) if input.trim_end().contains('\n') => format!("error (line {line}): {}", e.message()),
+            _ => format!("error: {}", e.message()),
+        },
+    };
+    // Output a script displayed without a newline stays on its own line.
+    crate::engine::end_display_line();
+    Some(answer)
 }
 
 fn tools_listing(host: &Host) -> String {
@@ -182,8 +191,31 @@ impl Helper for ReplHelper {}
 
 fn completion_words(host: &Host) -> Vec<String> {
     let mut words: Vec<String> = host.specs().iter().map(|t| t.name().to_string()).collect();
+    words.extend(host.scheme_names().into_iter().filter(|n| !n.starts_with('%') && !n.starts_with('#')));
     words.extend([":tools", ":help", ":call", ":quit"].map(String::from));
+    words.sort();
+    words.dedup();
     words
+}
+
+/// Makes Ctrl-C (SIGINT) stop whatever the host runs: a Scheme loop at its next instruction, a
+/// `shell-exec` command with its whole process group at once. A second Ctrl-C during the same run
+/// (a tool that cannot be stopped) ends the process. Returns the count of presses, which the
+/// caller sets to 0 as each run begins.
+pub(crate) fn on_interrupt(interrupter: Interrupter) -> Arc<AtomicUsize> {
+    let presses = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&presses);
+    let handler = move || {
+        if seen.fetch_add(1, Ordering::SeqCst) >= 1 {
+            eprintln!("\ntoolhost: interrupted twice; quitting");
+            std::process::exit(130);
+        }
+        interrupter.interrupt();
+    };
+    if let Err(e) = ctrlc::set_handler(handler) {
+        eprintln!("toolhost: Ctrl-C will not interrupt evaluations: {e}");
+    }
+    presses
 }
 
 fn history_path() -> Option<PathBuf> {
@@ -195,7 +227,8 @@ fn history_path() -> Option<PathBuf> {
 
 /// Runs the REPL on the terminal until `:quit` or end of input. Returns the exit code.
 pub fn run(mut host: Host) -> i32 {
-    let mut editor: Editor<ReplHelper, DefaultHistory> = match Editor::new() {
+    let config = rustyline::Config::builder().completion_type(CompletionType::List).build();
+    let mut editor: Editor<ReplHelper, DefaultHistory> = match Editor::with_config(config) {
         Ok(editor) => editor,
         Err(e) => {
             eprintln!("toolhost: cannot start the line editor: {e}");
@@ -208,14 +241,12 @@ pub fn run(mut host: Host) -> i32 {
         let _ = editor.load_history(path);
     }
     // Ctrl-C while an evaluation runs stops it (at the prompt, the line editor handles it).
-    let interrupter = host.interrupter();
-    if let Err(e) = ctrlc::set_handler(move || interrupter.interrupt()) {
-        eprintln!("toolhost: Ctrl-C will not interrupt evaluations: {e}");
-    }
+    let interrupts = on_interrupt(host.interrupter());
     println!("toolhost REPL: {} tools. :help for help, :quit to leave.", host.registry().len());
     let mut pending = String::new();
     loop {
         let prompt = if pending.is_empty() { "toolhost> " } else { "     ...> " };
+        host.clear_interrupt();
         match editor.readline(prompt) {
             Ok(line) => {
                 if !pending.is_empty() {
@@ -229,6 +260,7 @@ pub fn run(mut host: Host) -> i32 {
                 if !input.trim().is_empty() {
                     let _ = editor.add_history_entry(input.as_str());
                 }
+                interrupts.store(0, Ordering::SeqCst);
                 let answer = respond(&mut host, &input);
                 // The input may have registered tools: complete their names too.
                 if let Some(helper) = editor.helper_mut() {

@@ -355,7 +355,11 @@ mod tests {
     }
 
     fn ctx(dir: &tempfile::TempDir) -> ToolCtx {
-        ToolCtx { workspace: Workspace::new(dir.path()).unwrap(), limits: Limits::default() }
+        ToolCtx {
+            workspace: Workspace::new(dir.path()).unwrap(),
+            limits: Limits::default(),
+            cancel: Default::default(),
+        }
     }
 
     #[test]

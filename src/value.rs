@@ -1,6 +1,7 @@
 //! toolhost's one mapping between JSON and Scheme values (design section 2): JSON arguments to
-//! Scheme values by parameter type, Scheme results back to JSON, the typed empty values, and short
-//! renderings of values for error messages. steel's own JSON conversion is not used: it turns every
+//! Scheme values by parameter type, Scheme results back to JSON, the typed empty values, short
+//! renderings of values for error messages, and Scheme notation for values as the REPL and `eval`
+//! print them ([`write_scheme`]). steel's own JSON conversion is not used: it turns every
 //! number into a float, object keys into symbols, and panics on NaN.
 //!
 //! Both directions are bounded by [`MAX_DEPTH`], so deep nesting is an error, never a stack overflow.
@@ -284,6 +285,129 @@ fn render_scheme(value: &SteelVal, out: &mut String, depth: usize) {
         SteelVal::HashSetV(_) => out.push_str("a hash set"),
         v if is_procedure(v) => out.push_str("a procedure"),
         other => out.push_str(&format!("a {}", type_name(other))),
+    }
+}
+
+/// How deeply [`write_scheme`] prints nested values before writing `...`: deeper structures would
+/// risk the stack, and no person reads them.
+const WRITE_DEPTH: usize = 256;
+
+/// A value in Scheme notation, as the REPL and `toolhost eval` print it (`write`, readable back):
+/// strings and symbols look different (`"sym"` vs `sym`), `#t`/`#f`, `#\a`, `'()`,
+/// lists as `(1 "two" three)`, vectors as `#(1 2)`, hash maps as `#hash(("a" . 1))` with their keys
+/// sorted. Strings are written as string literals whose newlines and tabs are left as they are, so a
+/// tool's text result (`fs-read`, `shell-exec`) reads as text between its quotes, and still reads
+/// back as the same string. Void is written as nothing.
+///
+/// ```
+/// use steel::rvals::SteelVal;
+/// use toolhost::value::write_scheme;
+/// let list = SteelVal::ListV(vec![SteelVal::IntV(1), SteelVal::StringV("two".into()), SteelVal::SymbolV("three".into())].into());
+/// assert_eq!(write_scheme(&list), r#"(1 "two" three)"#);
+/// assert_eq!(write_scheme(&SteelVal::StringV("a\tb\n\"q\"".into())), "\"a\tb\n\\\"q\\\"\"");
+/// assert_eq!(write_scheme(&SteelVal::ListV(vec![].into())), "'()");
+/// ```
+pub fn write_scheme(value: &SteelVal) -> String {
+    let mut out = String::new();
+    match value {
+        SteelVal::Void => {}
+        SteelVal::ListV(l) if l.is_empty() => out.push_str("'()"),
+        other => write_value(other, &mut out, 0),
+    }
+    out
+}
+
+fn write_value(value: &SteelVal, out: &mut String, depth: usize) {
+    if depth > WRITE_DEPTH {
+        out.push_str("...");
+        return;
+    }
+    let items = |out: &mut String, values: &mut dyn Iterator<Item = &SteelVal>| {
+        for (i, v) in values.enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            write_value(v, out, depth + 1);
+        }
+    };
+    match value {
+        SteelVal::StringV(s) => write_string(s.as_str(), out),
+        SteelVal::SymbolV(s) => out.push_str(s.as_str()),
+        SteelVal::IntV(i) => out.push_str(&i.to_string()),
+        SteelVal::NumV(f) if f.is_nan() => out.push_str("+nan.0"),
+        SteelVal::NumV(f) if f.is_infinite() => out.push_str(if *f > 0.0 { "+inf.0" } else { "-inf.0" }),
+        SteelVal::NumV(f) => out.push_str(&format!("{f:?}")),
+        SteelVal::BoolV(true) => out.push_str("#t"),
+        SteelVal::BoolV(false) => out.push_str("#f"),
+        SteelVal::CharV(c) => write_char(*c, out),
+        SteelVal::Void => out.push_str("#<void>"),
+        SteelVal::ListV(l) => {
+            out.push('(');
+            items(out, &mut l.iter());
+            out.push(')');
+        }
+        SteelVal::Pair(p) => {
+            out.push('(');
+            write_value(p.car_ref(), out, depth + 1);
+            out.push_str(" . ");
+            write_value(p.cdr_ref(), out, depth + 1);
+            out.push(')');
+        }
+        SteelVal::VectorV(v) => {
+            out.push_str("#(");
+            items(out, &mut v.iter());
+            out.push(')');
+        }
+        SteelVal::HashMapV(map) => {
+            let mut entries: Vec<(String, String)> = map
+                .iter()
+                .map(|(k, v)| {
+                    let (mut key, mut value) = (String::new(), String::new());
+                    write_value(k, &mut key, depth + 1);
+                    write_value(v, &mut value, depth + 1);
+                    (key, value)
+                })
+                .collect();
+            entries.sort();
+            out.push_str("#hash(");
+            for (i, (k, v)) in entries.iter().enumerate() {
+                out.push_str(&format!("{}({k} . {v})", if i > 0 { " " } else { "" }));
+            }
+            out.push(')');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// A string literal: `"` and `\` escaped, newlines and tabs kept as they are, other control
+/// characters escaped.
+fn write_string(text: &str, out: &mut String) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' | '\t' => out.push(c),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\x{:x};", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn write_char(c: char, out: &mut String) {
+    match c {
+        ' ' => out.push_str("#\\space"),
+        '\n' => out.push_str("#\\newline"),
+        '\t' => out.push_str("#\\tab"),
+        '\r' => out.push_str("#\\return"),
+        '\0' => out.push_str("#\\null"),
+        c if c.is_control() => out.push_str(&format!("#\\x{:x}", c as u32)),
+        c => {
+            out.push_str("#\\");
+            out.push(c);
+        }
     }
 }
 

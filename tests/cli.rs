@@ -67,7 +67,7 @@ fn root_and_tools_flags_choose_the_workspace_and_extra_tool_folders() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("broken.scm:1:"), "broken files are reported: {stderr}");
     let read = toolhost(elsewhere.path(), &["--root", &root, "eval", "(fs-read \"a.txt\" 1 1)"], None);
-    assert!(stdout(&read).starts_with("1\tline 1"), "{}", stdout(&read));
+    assert!(stdout(&read).starts_with("\"1\tline 1"), "{}", stdout(&read));
 }
 
 #[test]

@@ -90,12 +90,22 @@ struct FileMatches {
     total: u64,
 }
 
+/// Why `pattern` is not a regular expression, shown on the pattern as written: grep-regex reports
+/// its errors on its own wrapped form of the pattern (`(?:...)`), which would point at the wrong
+/// column.
+fn pattern_error(pattern: &str, wrapped: &grep_regex::Error) -> String {
+    match regex_syntax::Parser::new().parse(pattern) {
+        Err(e) => format!("invalid pattern {pattern:?}:\n{e}"),
+        Ok(_) => format!("invalid pattern {pattern:?}: {wrapped}"),
+    }
+}
+
 /// Every file with matches, sorted by path, each holding at most the cap of lines.
 fn search(ctx: &ToolCtx, pattern: &str, glob: Option<&str>) -> Result<Vec<FileMatches>> {
     let matcher = RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))
         .build(pattern)
-        .map_err(|e| Error::tool_failed(format!("invalid pattern {pattern:?}: {e}")))?;
+        .map_err(|e| Error::tool_failed(pattern_error(pattern, &e)))?;
     let root = ctx.workspace.root();
     // Not ripgrep's overrides: an override whitelist beats .gitignore and the hidden-file rule.
     let filter = glob.filter(|g| !g.is_empty()).map(FileFilter::new).transpose()?;

@@ -23,6 +23,9 @@ use crate::typed::Tool;
 /// holds them; such a process is neither killed nor waited for.
 const OUTPUT_GRACE: Duration = Duration::from_secs(1);
 
+/// How often a waiting command checks for an interrupt: a person's Ctrl-C ends it this soon.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
 /// The closing note when a process outside the command's group kept the output pipes open.
 const ABANDONED_NOTE: &str = "[note: a process outside the command's process group (started with setsid or as a \
      daemon) still holds its output open; it was not waited for or killed, and what it writes from now on is not \
@@ -176,15 +179,33 @@ fn run(ctx: &ToolCtx, cmd: &str, timeout_s: Option<i64>) -> Result<Run> {
     thread::spawn(move || {
         let _ = exit_tx.send(child.wait());
     });
-    let (timed_out, status) = match exit_rx.recv_timeout(Duration::from_secs(timeout)) {
-        Ok(status) => (false, Some(status)),
-        Err(_) => (true, None),
-    };
-    // On timeout, and also after a normal exit, end whatever is left of the group.
+    // Waits for the exit, the timeout or an interrupt, whichever comes first.
+    let deadline = Instant::now() + Duration::from_secs(timeout);
+    let (mut timed_out, mut interrupted, mut status) = (false, false, None);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match exit_rx.recv_timeout(left.min(CANCEL_POLL)) {
+            Ok(exit) => {
+                status = Some(exit);
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) if ctx.cancel.is_cancelled() => {
+                interrupted = true;
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if left.is_zero() => {
+                timed_out = true;
+                break;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+    // On timeout or interrupt, and also after a normal exit, end whatever is left of the group.
     kill_group(group);
     // From here on the call waits at most OUTPUT_GRACE in all.
     let deadline = Instant::now() + OUTPUT_GRACE;
-    if timed_out {
+    if status.is_none() {
         // The group leader is dead now; reap it so it does not linger as a zombie.
         let _ = exit_rx.recv_timeout(deadline.saturating_duration_since(Instant::now()));
     }
@@ -202,6 +223,9 @@ fn run(ctx: &ToolCtx, cmd: &str, timeout_s: Option<i64>) -> Result<Run> {
         let mut guard = captured.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         std::mem::take(&mut *guard)
     };
+    if interrupted {
+        return Err(Error::tool_failed("interrupted: the command and every process it started were killed"));
+    }
     Ok(Run { status, stdout: take(stdout), stderr: take(stderr), timed_out, abandoned, timeout, clamp_note })
 }
 

@@ -106,3 +106,132 @@ impl Home {
         child.wait_with_output().expect("toolhost runs")
     }
 }
+
+/// The pids of processes whose command line has an argument equal to `arg` (read from /proc, so no
+/// tool is needed).
+pub fn processes_with_arg(arg: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|cmdline| cmdline.split(|b| *b == 0).any(|a| a == arg.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Polls `check` until it holds, failing the test after a generous deadline. For waiting on
+/// another process, never for asserting how long something took.
+pub fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !check() {
+        assert!(std::time::Instant::now() < deadline, "gave up waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// `toolhost` on a pseudo-terminal (util-linux `script`), typed at as a person would.
+pub struct Terminal {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    screen: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Terminal {
+    pub fn start(home: &Home, dir: &Path, args: &[&str]) -> Terminal {
+        use std::io::Read;
+        let quoted: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_toolhost").to_string())
+            .chain(args.iter().map(|a| format!("'{}'", a.replace('\'', r"'\''"))))
+            .collect();
+        let settings = home.command(dir, &[]);
+        let mut child = std::process::Command::new("script")
+            .args(["-qec", &quoted.join(" "), "/dev/null"])
+            .current_dir(dir)
+            .envs(settings.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
+            .env("TERM", "xterm")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("script starts");
+        let input = child.stdin.take().expect("stdin");
+        let mut output = child.stdout.take().expect("stdout");
+        let screen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let seen = screen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = output.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Terminal { child, input, screen }
+    }
+
+    pub fn send(&mut self, keys: &str) {
+        use std::io::Write;
+        self.input.write_all(keys.as_bytes()).expect("type");
+        self.input.flush().expect("flush");
+    }
+
+    /// Everything shown so far, carriage returns and terminal escapes removed.
+    pub fn screen(&self) -> String {
+        strip_escapes(&self.screen.lock().unwrap())
+    }
+
+    /// Waits until the screen, after what it showed when `since` was taken, contains `text`.
+    pub fn wait_for(&self, text: &str, since: usize) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let screen = self.screen();
+            if screen.get(since..).is_some_and(|s| s.contains(text)) {
+                return screen;
+            }
+            assert!(std::time::Instant::now() < deadline, "gave up waiting for {text:?}; the screen:\n{screen}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for the program to end by itself (the test typed `:quit`), failing after a deadline.
+    pub fn finish(mut self) -> String {
+        eventually("the program to end", || matches!(self.child.try_wait(), Ok(Some(_))));
+        self.screen()
+    }
+}
+
+impl Drop for Terminal {
+    /// A test that fails leaves no REPL running behind it.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Removes ANSI escape sequences and carriage returns.
+pub fn strip_escapes(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => {
+                if chars.peek() == Some(&'[') {
+                    chars.next();
+                    while let Some(&n) = chars.peek() {
+                        chars.next();
+                        if n.is_ascii_alphabetic() || n == '~' {
+                            break;
+                        }
+                    }
+                } else {
+                    chars.next();
+                }
+            }
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
