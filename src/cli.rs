@@ -86,6 +86,10 @@ enum Command {
     Trust,
     /// Forget the workspace's trust.
     Untrust,
+    /// Run the agent loop on TASK with the configured model; print its final answer.
+    Agent(crate::agent::command::AgentArgs),
+    /// Run a session log's calls again without a model; exit 1 if any result differs.
+    Replay(crate::agent::command::ReplayArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -119,6 +123,8 @@ pub fn main() -> i32 {
     match &cli.command {
         Command::Trust => return trust_workspace(&flags),
         Command::Untrust => return untrust_workspace(&flags),
+        Command::Agent(args) => return crate::agent::command::agent(&flags, args),
+        Command::Replay(args) => return crate::agent::command::replay(&flags, args),
         _ => {}
     }
     // The REPL on a terminal asks whether to trust a workspace instead of skipping its files.
@@ -184,7 +190,7 @@ pub fn main() -> i32 {
             println!("{}", pformat::parse_to_json(&text, &host.specs()));
             0
         }
-        Command::Trust | Command::Untrust => 0,
+        Command::Trust | Command::Untrust | Command::Agent(_) | Command::Replay(_) => 0,
     }
 }
 
@@ -249,7 +255,7 @@ fn ask_yes_no(question: &str) -> bool {
 
 /// Who answers the guard's confirmations from the command line: the person at the terminal, shown
 /// the preview; `None` when standard error is not a terminal (confirm then means deny).
-fn terminal_confirmer() -> Option<Confirmer> {
+pub(crate) fn terminal_confirmer() -> Option<Confirmer> {
     if !std::io::stderr().is_terminal() {
         return None;
     }
