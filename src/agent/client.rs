@@ -22,7 +22,7 @@
 //! the timeout, is an error at once too: the request may have reached the model, and a slow model
 //! would only be asked again to be slow. All of these have kind [`crate::ErrorKind::Agent`]. The
 //! API key goes in the `Authorization` header only; it is never part of a message, a log or
-//! `Debug` output.
+//! `Debug` output. The usual proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`) apply.
 
 use std::fmt;
 use std::time::Duration;
