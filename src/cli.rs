@@ -99,6 +99,10 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
     Trust,
     /// Forget the workspace's trust.
     Untrust,
+    /// Run the agent loop on TASK with the configured model; print its final answer.
+    Agent(crate::agent::command::AgentArgs),
+    /// Run a session log's calls again without a model; exit 1 if any result differs.
+    Replay(crate::agent::command::ReplayArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -132,6 +136,8 @@ pub fn main() -> i32 {
     match &cli.command {
         Command::Trust => return trust_workspace(&flags),
         Command::Untrust => return untrust_workspace(&flags),
+        Command::Agent(args) => return crate::agent::command::agent(&flags, args),
+        Command::Replay(args) => return crate::agent::command::replay(&flags, args),
         _ => {}
     }
     // The REPL on a terminal asks whether to trust a workspace instead of skipping its files.
@@ -201,7 +207,7 @@ pub fn main() -> i32 {
             println!("{}", pformat::parse_to_json(&text, &host.specs()));
             0
         }
-        Command::Trust | Command::Untrust => 0,
+        Command::Trust | Command::Untrust | Command::Agent(_) | Command::Replay(_) => 0,
     }
 }
 
@@ -266,7 +272,7 @@ fn ask_yes_no(question: &str) -> bool {
 
 /// Who answers the guard's confirmations from the command line: the person at the terminal, shown
 /// the preview; `None` when standard error is not a terminal (confirm then means deny).
-fn terminal_confirmer() -> Option<Confirmer> {
+pub(crate) fn terminal_confirmer() -> Option<Confirmer> {
     if !std::io::stderr().is_terminal() {
         return None;
     }

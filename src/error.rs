@@ -35,6 +35,9 @@ pub enum ErrorKind {
     Config,
     /// The isolated worker running the call died during it.
     Crashed,
+    /// The agent loop could not go on: the model server could not be reached, answered with an
+    /// error or with a reply that cannot be read, or the session log could not be written.
+    Agent,
 }
 
 impl ErrorKind {
@@ -57,11 +60,12 @@ impl ErrorKind {
             ErrorKind::Script => "script_error",
             ErrorKind::Config => "config_error",
             ErrorKind::Crashed => "crashed",
+            ErrorKind::Agent => "agent_error",
         }
     }
 
     /// Every kind, for reading a kind back from its name.
-    pub const ALL: [ErrorKind; 12] = [
+    pub const ALL: [ErrorKind; 13] = [
         ErrorKind::UnknownTool,
         ErrorKind::UnknownArgument,
         ErrorKind::MissingArgument,
@@ -74,6 +78,7 @@ impl ErrorKind {
         ErrorKind::Script,
         ErrorKind::Config,
         ErrorKind::Crashed,
+        ErrorKind::Agent,
     ];
 
     /// The kind called `name` (see [`ErrorKind::as_str`]).

@@ -67,8 +67,10 @@
 //! | [`host`] | the host: engine + registry + guard |
 //! | [`call`] | the JSON call path and the call record |
 //! | [`handle`] | the host on its own thread, reached through a `Send + Sync` handle |
+//! | [`agent`] | the agent loop: the model client, the loop, the session log and replay |
 //! | [`repl`], [`cli`] | the REPL and the command line |
 
+pub mod agent;
 pub mod args;
 mod bridge;
 pub mod call;

@@ -2,6 +2,8 @@
 //! on it.
 #![allow(dead_code)]
 
+pub mod model_server;
+
 use std::path::Path;
 
 use serde_json::Value;

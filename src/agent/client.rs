@@ -1,0 +1,518 @@
+//! The OpenAI-compatible chat-completions client (llama-server, vLLM, Ollama, OpenRouter, OpenAI):
+//! the request body, the HTTP exchange with its timeout and retries, and reading the reply. It
+//! knows nothing of dialects or tools beyond carrying the `tools` array it is given: the session
+//! decides what goes in a request.
+//!
+//! # The request body
+//!
+//! `{"model": M, "messages": [...], "tools": [...]}`, in that key order, then the fields of
+//! `extra_body` in theirs. `tools` is left out when there are none (OpenAI refuses an empty array).
+//! `extra_body` is merged at the top level and can never replace `model`, `messages` or `tools`: its
+//! entries with those names are skipped, even when the request has no `tools` of its own. Nothing
+//! else is added, so the body is exactly what the settings and the conversation say (the tests hold
+//! it byte for byte).
+//!
+//! # Retries and errors
+//!
+//! A 429 or 5xx answer is retried, at most [`RetryPolicy::attempts`] times in all, after the
+//! server's `Retry-After` (seconds) when it sends one, else after a doubling back-off from
+//! [`RetryPolicy::base_delay`]; every wait is capped at [`RetryPolicy::max_delay`]. Any other
+//! status is an error at once (a 400 is the request's fault and would fail again), naming the
+//! status and the server's own message. A server that cannot be reached, or that takes longer than
+//! the timeout, is an error at once too: the request may have reached the model, and a slow model
+//! would only be asked again to be slow. All of these have kind [`crate::ErrorKind::Agent`]. The
+//! API key goes in the `Authorization` header only; it is never part of a message, a log or
+//! `Debug` output. The usual proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`) apply.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::agent::model::{Model, ModelReply, ModelRequest, ToolCall};
+use crate::agent::stop::{self, Stop};
+use crate::config::ProviderConfig;
+use crate::error::{Error, ErrorKind, Result};
+
+/// Request fields the client sends itself; `extra_body` entries with these names are skipped.
+pub const RESERVED_BODY_KEYS: [&str; 3] = ["model", "messages", "tools"];
+
+/// How long one model request may take when the config does not say (`provider.timeout_s`): long,
+/// because a local model on a CPU can take minutes to answer.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// When and how often a request that met a 429 or a 5xx is sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first one included (1: never retry).
+    pub attempts: u32,
+    /// The wait after the first failed attempt when the server sends no `Retry-After`; it doubles
+    /// with each further attempt.
+    pub base_delay: Duration,
+    /// The longest wait, whatever `Retry-After` asks for.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// Five attempts, waiting 1, 2, 4 and 8 seconds (or what `Retry-After` says, up to a minute).
+    fn default() -> Self {
+        RetryPolicy { attempts: 5, base_delay: Duration::from_secs(1), max_delay: Duration::from_secs(60) }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait after failed attempt `attempt` (1-based), given the server's `Retry-After`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolhost::agent::RetryPolicy;
+    /// let policy = RetryPolicy::default();
+    /// assert_eq!(policy.delay(3, None), Duration::from_secs(4));
+    /// assert_eq!(policy.delay(1, Some(Duration::from_secs(7))), Duration::from_secs(7));
+    /// assert_eq!(policy.delay(1, Some(Duration::from_secs(3600))), Duration::from_secs(60));
+    /// ```
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        let backoff = || self.base_delay.saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1)));
+        retry_after.unwrap_or_else(backoff).min(self.max_delay)
+    }
+}
+
+/// Where the model is and how to talk to it.
+#[derive(Clone)]
+pub struct ClientSettings {
+    /// The API's base URL, up to and including `/v1` (`http://127.0.0.1:8080/v1`).
+    pub base_url: String,
+    /// The model name sent with each request.
+    pub model: String,
+    /// The API key, sent as `Authorization: Bearer KEY`; none for servers that need none.
+    pub api_key: Option<String>,
+    /// How long one request may take, from connecting to the end of the reply.
+    pub timeout: Duration,
+    /// Fields merged into every request body (never `model`, `messages` or `tools`).
+    pub extra_body: Map<String, Value>,
+    /// Retries on 429 and 5xx.
+    pub retry: RetryPolicy,
+}
+
+impl fmt::Debug for ClientSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientSettings")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("timeout", &self.timeout)
+            .field("extra_body", &self.extra_body)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+impl ClientSettings {
+    /// A server at `base_url` running `model`, without a key, with the default timeout and
+    /// retries.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        ClientSettings {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            timeout: DEFAULT_TIMEOUT,
+            extra_body: Map::new(),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// The settings `[provider]` describes (after flags were applied to it): the base URL and
+    /// model must be set, and the key is read from the variable `api_key_env` names.
+    ///
+    /// ```
+    /// let mut provider = toolhost::config::ProviderConfig::default();
+    /// provider.base_url = Some("http://127.0.0.1:8080/v1".into());
+    /// provider.model = Some("qwen2.5-coder".into());
+    /// provider.timeout_s = Some(30.0);
+    /// let settings = toolhost::agent::ClientSettings::from_provider(&provider).unwrap();
+    /// assert_eq!(settings.timeout.as_secs(), 30);
+    /// assert!(settings.api_key.is_none());
+    /// ```
+    ///
+    /// # Errors
+    /// Kind config: no base URL or model, a base URL that is not `http(s)://`, a timeout that is
+    /// not a positive number of seconds, or an `api_key_env` variable that is not set.
+    pub fn from_provider(provider: &ProviderConfig) -> Result<Self> {
+        let base_url = provider.base_url.clone().ok_or_else(|| {
+            Error::config(
+                "no model server: set base_url in [provider] of the config, or pass --base-url \
+                 (e.g. http://127.0.0.1:8080/v1)",
+            )
+        })?;
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(Error::config(format!("the base URL must start with http:// or https://, got {base_url:?}")));
+        }
+        let model = provider
+            .model
+            .clone()
+            .ok_or_else(|| Error::config("no model name: set model in [provider] of the config, or pass --model"))?;
+        let mut settings = ClientSettings::new(base_url, model);
+        if let Some(seconds) = provider.timeout_s {
+            settings.timeout = Duration::try_from_secs_f64(seconds)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| Error::config(format!("provider.timeout_s must be a positive number, got {seconds}")))?;
+        }
+        if let Some(var) = &provider.api_key_env {
+            settings = settings.api_key_from_env(var)?;
+        }
+        settings.extra_body = provider.extra_body.clone();
+        Ok(settings)
+    }
+
+    /// Reads the API key from the environment variable `var`.
+    ///
+    /// # Errors
+    /// Kind config when the variable is not set or empty (the message names the variable, never
+    /// a value).
+    pub fn api_key_from_env(mut self, var: &str) -> Result<Self> {
+        match std::env::var(var) {
+            Ok(key) if !key.trim().is_empty() => {
+                self.api_key = Some(key.trim().to_string());
+                Ok(self)
+            }
+            _ => Err(Error::config(format!(
+                "provider.api_key_env names the environment variable {var}, which is not set: \
+                 set it to the API key, or remove api_key_env for a server that needs no key"
+            ))),
+        }
+    }
+
+    /// The chat-completions endpoint: the base URL and `/chat/completions`.
+    pub fn endpoint(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+}
+
+/// The request body for `request` (see the module docs for its exact shape).
+///
+/// ```
+/// use serde_json::json;
+/// use toolhost::agent::{request_body, ClientSettings, Message, ModelRequest};
+/// let mut settings = ClientSettings::new("http://127.0.0.1:8080/v1", "m");
+/// settings.extra_body.insert("temperature".into(), json!(0.2));
+/// settings.extra_body.insert("tools".into(), json!([])); // never replaces the tools
+/// let messages = [Message::User("hi".into())];
+/// let tools = json!([{"type": "function", "function": {"name": "t", "parameters": {"type": "object"}}}]);
+/// let body = request_body(&settings, &ModelRequest { messages: &messages, tools: Some(&tools) });
+/// assert_eq!(
+///     body.to_string(),
+///     r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"t","parameters":{"type":"object"}}}],"temperature":0.2}"#
+/// );
+/// ```
+pub fn request_body(settings: &ClientSettings, request: &ModelRequest<'_>) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(settings.model.clone()));
+    body.insert("messages".into(), request.messages.iter().map(|m| m.to_json()).collect());
+    if let Some(tools) = request.tools.filter(|t| t.as_array().is_none_or(|a| !a.is_empty())) {
+        body.insert("tools".into(), tools.clone());
+    }
+    for (key, value) in &settings.extra_body {
+        if !RESERVED_BODY_KEYS.contains(&key.as_str()) {
+            body.insert(key.clone(), value.clone());
+        }
+    }
+    Value::Object(body)
+}
+
+/// The OpenAI-compatible chat-completions client.
+///
+/// ```no_run
+/// use toolhost::agent::{ChatClient, ClientSettings, Message, Model, ModelRequest};
+/// let settings = ClientSettings::new("http://127.0.0.1:8080/v1", "qwen2.5-coder");
+/// let mut client = ChatClient::new(settings);
+/// let messages = [Message::User("Say hi.".into())];
+/// let reply = client.send(&ModelRequest { messages: &messages, tools: None }).unwrap();
+/// println!("{}", reply.text.unwrap_or_default());
+/// ```
+pub struct ChatClient {
+    settings: ClientSettings,
+    agent: ureq::Agent,
+    stop: Option<Stop>,
+}
+
+impl ChatClient {
+    /// A client with these settings.
+    pub fn new(settings: ClientSettings) -> Self {
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(settings.timeout))
+            // Statuses are answers to read (the server's message, Retry-After), not transport errors.
+            .http_status_as_error(false)
+            .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
+            .build();
+        ChatClient { settings, agent: config.into(), stop: None }
+    }
+
+    /// Gives up waiting for the server (and between retries) as soon as `stop` is set; the request
+    /// then fails with an `agent_error` saying it was interrupted.
+    pub fn stop_on(mut self, stop: Stop) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &ClientSettings {
+        &self.settings
+    }
+}
+
+impl Model for ChatClient {
+    fn send(&mut self, request: &ModelRequest<'_>) -> Result<ModelReply> {
+        let exchange = Exchange {
+            agent: self.agent.clone(),
+            url: self.settings.endpoint(),
+            api_key: self.settings.api_key.clone(),
+            body: request_body(&self.settings, request).to_string(),
+            retry: self.settings.retry,
+            timeout: self.settings.timeout,
+            stop: self.stop.clone(),
+        };
+        match self.stop.clone() {
+            None => exchange.run(),
+            // The blocking request runs on a thread of its own so that a stop need not wait for it.
+            Some(stop) => stop::wait_or_stop(&stop, Duration::ZERO, || {}, move || exchange.run())
+                .unwrap_or_else(|| Err(Error::new(ErrorKind::Agent, "interrupted while waiting for the model"))),
+        }
+    }
+
+    fn describe(&self) -> Value {
+        serde_json::json!({"base_url": self.settings.base_url, "model": self.settings.model})
+    }
+}
+
+/// One request with its retries, as owned data so it can run on another thread.
+struct Exchange {
+    agent: ureq::Agent,
+    url: String,
+    api_key: Option<String>,
+    body: String,
+    retry: RetryPolicy,
+    timeout: Duration,
+    stop: Option<Stop>,
+}
+
+/// What the server answered, read whole.
+struct Answer {
+    status: u16,
+    reason: &'static str,
+    retry_after: Option<Duration>,
+    text: String,
+}
+
+impl Exchange {
+    fn run(&self) -> Result<ModelReply> {
+        let attempts = self.retry.attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            let answer = self.post()?;
+            if (200..300).contains(&answer.status) {
+                return parse_reply(&answer.text);
+            }
+            let retryable = answer.status == 429 || (500..600).contains(&answer.status);
+            if !retryable || attempt >= attempts {
+                return Err(status_error(&self.url, &answer, attempt));
+            }
+            if !stop::pause(self.retry.delay(attempt, answer.retry_after), self.stop.as_ref()) {
+                return Err(Error::new(ErrorKind::Agent, "interrupted while waiting to retry the model request"));
+            }
+            attempt += 1;
+        }
+    }
+
+    fn post(&self) -> Result<Answer> {
+        let mut request = self.agent.post(&self.url).content_type("application/json");
+        if let Some(key) = &self.api_key {
+            request = request.header("Authorization", format!("Bearer {key}"));
+        }
+        let mut response = request.send(self.body.as_str()).map_err(|e| self.transport_error(&e))?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .and_then(|s| Duration::try_from_secs_f64(s).ok());
+        let text = response.body_mut().read_to_string().map_err(|e| self.transport_error(&e))?;
+        Ok(Answer { status: status.as_u16(), reason: status.canonical_reason().unwrap_or(""), retry_after, text })
+    }
+
+    fn transport_error(&self, e: &ureq::Error) -> Error {
+        let message = match e {
+            ureq::Error::Timeout(_) => format!(
+                "the model server at {} did not answer within {} s (provider.timeout_s)",
+                self.url,
+                self.timeout.as_secs_f64()
+            ),
+            other => format!("cannot talk to the model server at {}: {other}", self.url),
+        };
+        Error::new(ErrorKind::Agent, message)
+    }
+}
+
+/// The error for a status that is not retried (or no longer): the status, the URL and the server's
+/// own message.
+fn status_error(url: &str, answer: &Answer, attempts: u32) -> Error {
+    let tries = if attempts > 1 { format!(" (after {attempts} attempts)") } else { String::new() };
+    let reason = if answer.reason.is_empty() { String::new() } else { format!(" {}", answer.reason) };
+    Error::new(
+        ErrorKind::Agent,
+        format!("the model server answered {}{reason}{tries} ({url}): {}", answer.status, server_message(&answer.text)),
+    )
+}
+
+/// Longest excerpt of a server's text an error quotes.
+const EXCERPT_CHARS: usize = 500;
+
+/// The message in an error body: OpenAI's `{"error": {"message": ...}}`, the `{"error": "..."}` or
+/// `{"message": ...}` some servers send, or else the text itself, cut short.
+fn server_message(text: &str) -> String {
+    if let Ok(value) = serde_json::from_str::<Value>(text) {
+        let found = value
+            .pointer("/error/message")
+            .or_else(|| value.get("error").filter(|e| e.is_string()))
+            .or_else(|| value.get("message"))
+            .and_then(Value::as_str);
+        if let Some(message) = found {
+            return message.to_string();
+        }
+    }
+    let text = text.trim();
+    if text.is_empty() {
+        return "(no message)".into();
+    }
+    excerpt(text)
+}
+
+fn excerpt(text: &str) -> String {
+    let mut out: String = text.chars().take(EXCERPT_CHARS).collect();
+    if out.len() < text.len() {
+        out.push_str(" ...");
+    }
+    out
+}
+
+/// Reads a chat-completions reply: the first choice's message, its text and its tool calls. Shapes
+/// servers send besides OpenAI's own are read too: `content` as a list of text parts, `arguments`
+/// as a JSON object instead of a string (written back as JSON text), a call without an id (the
+/// session gives it one).
+///
+/// # Errors
+/// Kind `agent_error` when the text is not JSON or holds no message (a 200 that carries an
+/// `error` object is reported with its message).
+pub fn parse_reply(text: &str) -> Result<ModelReply> {
+    let unreadable = |what: &str| {
+        Error::new(ErrorKind::Agent, format!("the model server's reply {what}; it reads: {}", excerpt(text.trim())))
+    };
+    let value: Value = serde_json::from_str(text).map_err(|_| unreadable("is not JSON"))?;
+    let choice = value.pointer("/choices/0");
+    let Some(message) = choice.and_then(|c| c.get("message")).filter(|m| m.is_object()) else {
+        if value.get("error").is_some() {
+            return Err(Error::new(
+                ErrorKind::Agent,
+                format!("the model server answered with an error: {}", server_message(text)),
+            ));
+        }
+        return Err(unreadable("has no choices[0].message"));
+    };
+    let text = match message.get("content") {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Array(parts)) => {
+            Some(parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join(""))
+        }
+        _ => None,
+    };
+    let tool_calls = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|calls| calls.iter().map(tool_call).collect())
+        .unwrap_or_default();
+    let finish_reason = choice.and_then(|c| c.get("finish_reason")).and_then(Value::as_str).map(String::from);
+    Ok(ModelReply { text, tool_calls, finish_reason })
+}
+
+fn tool_call(call: &Value) -> ToolCall {
+    let function = call.get("function");
+    let name = function.and_then(|f| f.get("name")).and_then(Value::as_str).unwrap_or_default();
+    let arguments = match function.and_then(|f| f.get("arguments")) {
+        Some(Value::String(s)) => s.clone(),
+        None | Some(Value::Null) => String::new(),
+        Some(other) => other.to_string(),
+    };
+    let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+    ToolCall { id: id.to_string(), name: name.to_string(), arguments }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_reply_with_text_and_calls_is_read() {
+        let reply = parse_reply(
+            &json!({"choices": [{"message": {"role": "assistant", "content": "ok", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "fs-read", "arguments": "{\"path\":\"a\"}"}},
+                {"type": "function", "function": {"name": "fs-list", "arguments": {"depth": 1}}},
+            ]}, "finish_reason": "tool_calls"}]})
+            .to_string(),
+        )
+        .unwrap();
+        assert_eq!(reply.text.as_deref(), Some("ok"));
+        assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(
+            reply.tool_calls[0],
+            ToolCall { id: "c1".into(), name: "fs-read".into(), arguments: r#"{"path":"a"}"#.into() }
+        );
+        assert_eq!(reply.tool_calls[1].id, "");
+        assert_eq!(reply.tool_calls[1].arguments, r#"{"depth":1}"#);
+    }
+
+    #[test]
+    fn content_parts_and_null_content_are_read() {
+        let parts = json!({"choices": [{"message": {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}}]});
+        assert_eq!(parse_reply(&parts.to_string()).unwrap().text.as_deref(), Some("ab"));
+        let none = json!({"choices": [{"message": {"content": null}}]});
+        assert_eq!(parse_reply(&none.to_string()).unwrap().text, None);
+    }
+
+    #[test]
+    fn unreadable_replies_are_agent_errors_that_quote_the_server() {
+        let e = parse_reply("<html>bad gateway</html>").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Agent);
+        assert!(e.message().contains("is not JSON") && e.message().contains("bad gateway"), "{e}");
+        let e = parse_reply(r#"{"error": {"message": "model not loaded"}}"#).unwrap_err();
+        assert!(e.message().contains("model not loaded"), "{e}");
+        let e = parse_reply(r#"{"choices": []}"#).unwrap_err();
+        assert!(e.message().contains("no choices[0].message"), "{e}");
+    }
+
+    #[test]
+    fn server_messages_come_from_the_usual_places() {
+        assert_eq!(server_message(r#"{"error": {"message": "bad tools"}}"#), "bad tools");
+        assert_eq!(server_message(r#"{"error": "overloaded"}"#), "overloaded");
+        assert_eq!(server_message(r#"{"message": "no"}"#), "no");
+        assert_eq!(server_message("  plain text \n"), "plain text");
+        assert_eq!(server_message(""), "(no message)");
+    }
+
+    #[test]
+    fn the_key_never_shows_in_debug_output() {
+        let mut settings = ClientSettings::new("http://x/v1", "m");
+        settings.api_key = Some("sk-very-secret".into());
+        let shown = format!("{settings:?}");
+        assert!(!shown.contains("sk-very-secret") && shown.contains("<set>"), "{shown}");
+    }
+
+    #[test]
+    fn backoff_doubles_and_is_capped() {
+        let policy =
+            RetryPolicy { attempts: 9, base_delay: Duration::from_millis(10), max_delay: Duration::from_millis(50) };
+        let waits: Vec<u128> = (1..=4).map(|a| policy.delay(a, None).as_millis()).collect();
+        assert_eq!(waits, [10, 20, 40, 50]);
+    }
+}

@@ -1,0 +1,59 @@
+//! The agent loop (design sections 6, 7, 10, 12 and 18): a [`Model`] is sent the conversation and
+//! the host's tools, the tool calls it makes run through a [`crate::HostHandle`] (tidy, convert,
+//! guard, run, record), their results go back, until it answers without calls. Every request,
+//! reply and call record goes to a JSON-lines session log, which [`replay()`] runs again without a
+//! model.
+//!
+//! The loop sees the host only through its handle and its catalogue, so every tool the host has
+//! (built-in, Scheme, and MCP tools once the host has them) is offered and called the same way.
+//!
+//! # MCP tools
+//!
+//! MCP tools (`server.tool`) reach the loop as more entries of the catalogue, under their provider
+//! names (`server__tool`), and their calls come back through the same call path, which maps the
+//! names back; the loop has no MCP code of its own. The mixed-session test of issue 10 (a Scheme
+//! tool from a `--tools` folder and an MCP tool called by the model in one session) has its Scheme
+//! half in `tests/agent.rs`
+//! (`a_scheme_tool_from_a_tools_folder_is_called_by_the_model_with_a_list_sent_as_json_text`); its
+//! MCP half belongs there once the host starts `[[mcp]]` servers: the same session with a fixture
+//! MCP server in the config, the model calling `server__tool`, and the result checked in the tool
+//! message.
+//!
+//! # Stopping
+//!
+//! A [`Stop`] (Ctrl-C under `toolhost agent`) interrupts the running call and ends the session
+//! after logging it. Scheme code stops at once; a Rust tool does not (a `shell-exec` command runs
+//! on until it ends or meets its own timeout, and may outlive the session); the session waits two
+//! seconds for such a call and then goes without its result. The host runs in process, on its own
+//! thread: the worker-process isolation of design section 18 is not built yet.
+//!
+//! # Modules
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`model`] | the `Model` trait, messages, requests, replies and tool calls |
+//! | [`client`] | the OpenAI-compatible chat-completions client: body, HTTP, retries, reading replies |
+//! | `dialect` | native tool calls and P-format: what a request carries, which calls a reply makes, how results go back |
+//! | [`session`] | the loop itself |
+//! | [`mod@log`] | the session log: its format, writing and reading |
+//! | [`mod@replay`] | replaying a session log through a fresh host |
+//! | `stop` | stopping a session from outside (Ctrl-C) |
+//! | [`command`] | `toolhost agent` and `toolhost replay` |
+
+pub mod client;
+pub mod command;
+mod dialect;
+pub mod log;
+pub mod model;
+pub mod replay;
+pub mod session;
+mod stop;
+
+pub use crate::config::Dialect;
+pub use client::{parse_reply, request_body, ChatClient, ClientSettings, RetryPolicy};
+pub use dialect::DEFAULT_SYSTEM_PROMPT;
+pub use log::{read_log, Entry, SessionLog};
+pub use model::{Message, Model, ModelReply, ModelRequest, ToolCall};
+pub use replay::{replay, Difference, ReplayAnswers, Report};
+pub use session::{CallEvent, End, Outcome, Session, DEFAULT_MAX_TURNS};
+pub use stop::Stop;

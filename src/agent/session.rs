@@ -1,0 +1,374 @@
+//! The agent loop (design section 12): send the conversation with the tools, run the calls the
+//! model makes through the host, send the results back, until the model answers without calls or
+//! the turn limit is reached. It owns the order of things and the session log's lines; the host
+//! owns each call (tidy, convert, guard, run, record), the dialect owns how tools are spoken, and
+//! the model owns the transport.
+//!
+//! Decisions where the design is silent:
+//! - A turn is one request. With `max_turns` N, at most N requests are sent; the calls of the N-th
+//!   reply still run (the model asked for them), but their results are not sent anywhere.
+//! - Every call of a reply runs, in order, even after one fails: each failure goes back to the
+//!   model as that call's result, with its kind (`error (denied): ...`), so the model can act on it.
+//! - The catalogue is read once, when the session starts, and every request carries that one.
+//! - A reply with neither text nor calls is an answer: the empty one.
+//! - A stop ([`Stop`]) interrupts the running call (Scheme code stops at once; a Rust tool such as
+//!   `shell-exec` runs on, and its command may outlive the session), waits a short grace for its
+//!   record, logs it, and ends the session as [`End::Interrupted`]. No further request is sent.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::agent::dialect::{Answered, Attempt, Speaker, DEFAULT_SYSTEM_PROMPT};
+use crate::agent::log::{Entry, SessionLog, LOG_VERSION};
+use crate::agent::model::{Message, Model, ModelReply, ModelRequest};
+use crate::agent::stop::{self, Stop};
+use crate::call::{CallRecord, CallRequest};
+use crate::config::Dialect;
+use crate::error::{Error, ErrorKind, Result};
+use crate::handle::HostHandle;
+
+/// How many requests a session sends at most, unless told otherwise.
+pub const DEFAULT_MAX_TURNS: usize = 20;
+
+/// How long a stopped session waits for the interrupted call's own record before it gives up on
+/// the call.
+const CALL_GRACE: Duration = Duration::from_secs(2);
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The model answered without calling a tool.
+    Answered,
+    /// The turn limit was reached while the model was still calling tools.
+    MaxTurns,
+    /// The session was stopped ([`Stop`], Ctrl-C).
+    Interrupted,
+}
+
+impl End {
+    /// The name the session log gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            End::Answered => "answered",
+            End::MaxTurns => "max_turns",
+            End::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// What a session did.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Why it ended.
+    pub end: End,
+    /// The model's final answer (when it answered).
+    pub answer: Option<String>,
+    /// How many requests were sent.
+    pub turns: usize,
+    /// Every call's record, in the order they ran.
+    pub calls: Vec<CallRecord>,
+    /// The whole conversation, system prompt first.
+    pub messages: Vec<Message>,
+}
+
+/// One call that has just run, as a progress callback sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct CallEvent<'r> {
+    /// The turn whose reply made the call.
+    pub turn: usize,
+    /// 1 for the reply's first call.
+    pub index: usize,
+    /// What happened.
+    pub record: &'r CallRecord,
+}
+
+impl CallEvent<'_> {
+    /// One line for a person watching the session: the turn, the tool, its arguments (cut short)
+    /// and how it went, e.g. `[turn 1] fs-read {"path":"a.txt"}: ok (3 ms)`.
+    pub fn progress_line(&self) -> String {
+        let record = self.record;
+        let arguments = record.tidied.as_ref().unwrap_or(&record.arguments).to_string();
+        let arguments = cut(&arguments, 120);
+        let how = match &record.result {
+            Ok(_) => "ok".to_string(),
+            Err(e) => format!("error ({})", e.kind()),
+        };
+        format!("[turn {}] {} {arguments}: {how} ({} ms)", self.turn, record.tool, record.elapsed.as_millis())
+    }
+}
+
+fn cut(text: &str, chars: usize) -> String {
+    let mut out: String = text.chars().take(chars).collect();
+    if out.len() < text.len() {
+        out.push_str("...");
+    }
+    out
+}
+
+type OnCall<'a> = Box<dyn FnMut(&CallEvent<'_>) + 'a>;
+
+/// One agent session: a host, a model and the settings of the loop.
+///
+/// ```
+/// use toolhost::agent::{Model, ModelReply, ModelRequest, Session, ToolCall};
+/// use toolhost::{HostBuilder, HostHandle};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
+/// let handle = HostHandle::spawn(HostBuilder::new(dir.path())).unwrap();
+/// // A scripted model: read a.txt, then answer with what came back.
+/// let mut model = |request: &ModelRequest<'_>| -> toolhost::Result<ModelReply> {
+///     Ok(match request.messages.last() {
+///         Some(toolhost::agent::Message::Tool { content, .. }) => ModelReply::text(format!("it says {content}")),
+///         _ => ModelReply::calls(vec![ToolCall { id: "1".into(), name: "fs-read".into(), arguments: r#"{"path":"a.txt"}"#.into() }]),
+///     })
+/// };
+/// let outcome = Session::new(handle, &mut model).run("What does a.txt say?").unwrap();
+/// assert_eq!(outcome.answer.as_deref(), Some("it says 1\thello\n"));
+/// ```
+pub struct Session<'a> {
+    handle: HostHandle,
+    model: &'a mut dyn Model,
+    dialect: Dialect,
+    strict: bool,
+    max_turns: usize,
+    system: String,
+    log: Option<SessionLog>,
+    on_call: Option<OnCall<'a>>,
+    stop: Stop,
+}
+
+impl<'a> Session<'a> {
+    /// A native-dialect session on `handle`'s host with `model`, not strict, with the default
+    /// turn limit and system prompt, and no log.
+    pub fn new(handle: HostHandle, model: &'a mut dyn Model) -> Self {
+        Session {
+            handle,
+            model,
+            dialect: Dialect::Native,
+            strict: false,
+            max_turns: DEFAULT_MAX_TURNS,
+            system: DEFAULT_SYSTEM_PROMPT.to_string(),
+            log: None,
+            on_call: None,
+            stop: Stop::new(),
+        }
+    }
+
+    /// How tools are spoken: native tool calls, or P-format text.
+    pub fn dialect(mut self, dialect: Dialect) -> Self {
+        self.dialect = dialect;
+        self
+    }
+
+    /// Sends the strict rewrite of each tool and drops the top-level nulls of its calls (native
+    /// only: P-format sends no schemas).
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// Sends at most `turns` requests (at least 1).
+    pub fn max_turns(mut self, turns: usize) -> Self {
+        self.max_turns = turns.max(1);
+        self
+    }
+
+    /// The system prompt (P-format adds its instructions and catalogue after it).
+    pub fn system_prompt(mut self, text: impl Into<String>) -> Self {
+        self.system = text.into();
+        self
+    }
+
+    /// Writes the session log there as the session goes.
+    pub fn log(mut self, log: SessionLog) -> Self {
+        self.log = Some(log);
+        self
+    }
+
+    /// Called after each call, with its record (the command line prints a progress line).
+    pub fn on_call(mut self, f: impl FnMut(&CallEvent<'_>) + 'a) -> Self {
+        self.on_call = Some(Box::new(f));
+        self
+    }
+
+    /// Stops the session when `stop` is set (see the module docs).
+    pub fn stop_on(mut self, stop: Stop) -> Self {
+        self.stop = stop;
+        self
+    }
+
+    /// Runs the session on `task`.
+    ///
+    /// # Errors
+    /// The model failed (kind `agent_error` for the HTTP client), the session log could not be
+    /// written, or the host thread had stopped before the session began. Tool calls never end a
+    /// session: their errors go to the model.
+    pub fn run(mut self, task: &str) -> Result<Outcome> {
+        self.write(&Entry::Session {
+            version: LOG_VERSION,
+            toolhost: env!("CARGO_PKG_VERSION").to_string(),
+            dialect: self.dialect,
+            strict: self.strict,
+            max_turns: self.max_turns,
+            model: self.model.describe(),
+            task: task.to_string(),
+        })?;
+        let speaker = match Speaker::new(&self.handle, self.dialect, self.strict) {
+            Ok(speaker) => speaker,
+            Err(e) => return Err(self.fail(0, e)),
+        };
+        let mut run = Run {
+            messages: vec![Message::System(speaker.system_prompt(&self.system)), Message::User(task.to_string())],
+            calls: Vec::new(),
+            logged: 0,
+        };
+        for turn in 1..=self.max_turns {
+            if self.stop.is_stopped() {
+                return self.finish(End::Interrupted, turn - 1, None, run);
+            }
+            let reply = match self.ask(turn, &speaker, &mut run) {
+                Ok(reply) => reply,
+                Err(_) if self.stop.is_stopped() => return self.finish(End::Interrupted, turn, None, run),
+                Err(e) => return Err(self.fail(turn, e)),
+            };
+            let attempts = speaker.attempts(turn, &reply);
+            run.messages.push(speaker.assistant_message(&reply, &attempts));
+            if attempts.is_empty() {
+                let answer = reply.text.unwrap_or_default();
+                return self.finish(End::Answered, turn, Some(answer), run);
+            }
+            let mut results = Vec::new();
+            for (i, attempt) in attempts.into_iter().enumerate() {
+                if self.stop.is_stopped() {
+                    break;
+                }
+                results.push(self.attempt(turn, i + 1, attempt, &mut run)?);
+            }
+            if self.stop.is_stopped() {
+                return self.finish(End::Interrupted, turn, None, run);
+            }
+            run.messages.extend(speaker.result_messages(&results));
+        }
+        let turns = self.max_turns;
+        self.finish(End::MaxTurns, turns, None, run)
+    }
+
+    /// Sends turn `turn`'s request, logging it and the reply.
+    fn ask(&mut self, turn: usize, speaker: &Speaker, run: &mut Run) -> Result<ModelReply> {
+        self.write(&Entry::Request {
+            turn,
+            tools: speaker.tools.clone(),
+            messages_before: run.logged,
+            messages: run.messages[run.logged..].iter().map(Message::to_json).collect(),
+        })?;
+        run.logged = run.messages.len();
+        let reply = self.model.send(&ModelRequest { messages: &run.messages, tools: speaker.tools.as_ref() })?;
+        self.write(&Entry::Reply {
+            turn,
+            text: reply.text.clone(),
+            tool_calls: reply.tool_calls.iter().map(|c| c.to_json()).collect(),
+            finish_reason: reply.finish_reason.clone(),
+        })?;
+        Ok(reply)
+    }
+
+    /// Runs (or records the refusal of) one call, logs it and reports it.
+    fn attempt(&mut self, turn: usize, index: usize, attempt: Attempt, run: &mut Run) -> Result<Answered> {
+        let (id, request, record) = match attempt {
+            Attempt::Run { id, request } => {
+                let record = self.call(&request);
+                (id, Some(request), record)
+            }
+            Attempt::Refused { id, tool, error } => (id, None, refused_record(tool, error)),
+        };
+        self.write(&Entry::Call {
+            turn,
+            index,
+            id: id.clone(),
+            request,
+            record: Box::new(record.clone()),
+            interrupted: self.stop.is_stopped(),
+        })?;
+        if let Some(on_call) = self.on_call.as_mut() {
+            on_call(&CallEvent { turn, index, record: &record });
+        }
+        let answered = Answered { id, tool: record.tool.clone(), text: record.model_text() };
+        run.calls.push(record);
+        Ok(answered)
+    }
+
+    /// Runs a call on the host, giving up on it after the grace once the session is stopped.
+    fn call(&self, request: &CallRequest) -> CallRecord {
+        let started = Instant::now();
+        let (worker, interrupter) = (self.handle.clone(), self.handle.clone());
+        let sent = request.clone();
+        stop::wait_or_stop(&self.stop, CALL_GRACE, move || interrupter.interrupt(), move || worker.run_call(sent))
+            .unwrap_or_else(|| abandoned_record(request, started.elapsed()))
+    }
+
+    fn finish(mut self, end: End, turns: usize, answer: Option<String>, run: Run) -> Result<Outcome> {
+        self.write(&Entry::End { reason: end.as_str().into(), turns, answer: answer.clone(), error: None })?;
+        Ok(Outcome { end, answer, turns, calls: run.calls, messages: run.messages })
+    }
+
+    /// Logs an error that ends the session (when the log can still be written) and returns it.
+    fn fail(&mut self, turns: usize, error: Error) -> Error {
+        let _ = self.write(&Entry::End { reason: "error".into(), turns, answer: None, error: Some(error.clone()) });
+        error
+    }
+
+    fn write(&mut self, entry: &Entry) -> Result<()> {
+        match self.log.as_mut() {
+            Some(log) => log.write(entry),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The conversation as it grows.
+struct Run {
+    messages: Vec<Message>,
+    calls: Vec<CallRecord>,
+    /// How many messages earlier requests' log lines already hold.
+    logged: usize,
+}
+
+/// The arguments of a request as a record keeps them: parsed, or the text itself.
+fn received(arguments: &str) -> Value {
+    serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_string()))
+}
+
+/// The record of a P-format tag that could not be read: its refusal is the result.
+fn refused_record(tool: String, error: Error) -> CallRecord {
+    CallRecord {
+        tool,
+        arguments: Value::Null,
+        tidied: None,
+        notes: Vec::new(),
+        decision: None,
+        result: Err(error),
+        elapsed: Duration::ZERO,
+    }
+}
+
+/// The record of a call the session stopped waiting for.
+fn abandoned_record(request: &CallRequest, elapsed: Duration) -> CallRecord {
+    CallRecord {
+        tool: request.tool.clone(),
+        arguments: received(&request.arguments),
+        tidied: None,
+        notes: Vec::new(),
+        decision: None,
+        result: Err(Error::new(
+            ErrorKind::Agent,
+            format!(
+                "{}: the session was stopped while this call ran and did not wait for it to end \
+                 (a command it started may still be running)",
+                request.tool
+            ),
+        )),
+        elapsed,
+    }
+}
