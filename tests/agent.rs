@@ -571,6 +571,33 @@ fn ctrl_c_stops_the_running_call_and_ends_the_session_with_the_log_flushed() {
     assert_eq!(server.requests().len(), 1, "no request after the stop");
 }
 
+#[test]
+fn ctrl_c_kills_a_running_shell_exec_command_with_its_processes() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Scripted::calls(&[("s", "shell-exec", r#"{"cmd": "sleep 51.5"}"#)]),
+        Scripted::text("unreached"),
+    ]);
+    let url = server.base_url();
+    let home = Home::new();
+    let args = ["--yes", "agent", "--base-url", &url, "--model", "m", "Sleep."];
+    let mut child = home
+        .command(dir.path(), &args)
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    eventually("the command to start", || !processes_with_arg("51.5").is_empty());
+    // SAFETY: kill(2) on the child's own pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    eventually("the session to end", || matches!(child.try_wait(), Ok(Some(_))));
+    eventually("the command's processes to be killed", || processes_with_arg("51.5").is_empty());
+    assert_eq!(server.requests().len(), 1, "no request after the stop");
+}
+
 /// Runs `toolhost ARGS` on a pseudo-terminal (util-linux `script`), typing `typed` at it; returns
 /// the screen.
 fn on_terminal(home: &Home, dir: &Path, args: &[&str], typed: &str) -> String {

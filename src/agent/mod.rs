@@ -22,9 +22,9 @@
 //! # Stopping
 //!
 //! A [`Stop`] (Ctrl-C under `toolhost agent`) interrupts the running call and ends the session
-//! after logging it. Scheme code stops at once; a Rust tool does not (a `shell-exec` command runs
-//! on until it ends or meets its own timeout, and may outlive the session); the session waits two
-//! seconds for such a call and then goes without its result. The host runs in process, on its own
+//! after logging it. Scheme code stops at once, and so does a `shell-exec` command with its whole
+//! process group; another Rust tool runs to its end, and the session waits two seconds for such a
+//! call and then goes without its result. The host runs in process, on its own
 //! thread: the worker-process isolation of design section 18 is not built yet.
 //!
 //! # Modules

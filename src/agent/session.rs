@@ -11,9 +11,10 @@
 //!   model as that call's result, with its kind (`error (denied): ...`), so the model can act on it.
 //! - The catalogue is read once, when the session starts, and every request carries that one.
 //! - A reply with neither text nor calls is an answer: the empty one.
-//! - A stop ([`Stop`]) interrupts the running call (Scheme code stops at once; a Rust tool such as
-//!   `shell-exec` runs on, and its command may outlive the session), waits a short grace for its
-//!   record, logs it, and ends the session as [`End::Interrupted`]. No further request is sent.
+//! - A stop ([`Stop`]) interrupts the running call (Scheme code stops at once, and so does a
+//!   `shell-exec` command with its whole process group; another Rust tool runs to its end), waits a
+//!   short grace for its record, logs it, and ends the session as [`End::Interrupted`]. No further
+//!   request is sent.
 
 use std::time::{Duration, Instant};
 
