@@ -598,34 +598,6 @@ fn ctrl_c_kills_a_running_shell_exec_command_with_its_processes() {
     assert_eq!(server.requests().len(), 1, "no request after the stop");
 }
 
-/// Runs `toolhost ARGS` on a pseudo-terminal (util-linux `script`), typing `typed` at it; returns
-/// the screen.
-fn on_terminal(home: &Home, dir: &Path, args: &[&str], typed: &str) -> String {
-    let quoted: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_toolhost").to_string())
-        .chain(args.iter().map(|a| format!("'{}'", a.replace('\'', r"'\''"))))
-        .collect();
-    let settings = home.command(dir, &[]);
-    let mut command = std::process::Command::new("script");
-    command
-        .args(["-qec", &quoted.join(" "), "/dev/null"])
-        .current_dir(dir)
-        .envs(settings.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))));
-    for proxy in ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"] {
-        command.env_remove(proxy);
-    }
-    let out = command
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child.stdin.take().unwrap().write_all(typed.as_bytes())?;
-            child.wait_with_output()
-        })
-        .expect("script runs");
-    String::from_utf8_lossy(&out.stdout).replace('\r', "")
-}
-
 #[test]
 fn on_a_terminal_the_agent_shows_the_preview_and_takes_the_answer() {
     let dir = workspace(&[("confirm.toml", "[[guard.rule]]\ntool = \"shell-exec\"\naction = \"confirm\"\n")]);

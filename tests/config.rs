@@ -266,29 +266,6 @@ fn the_example_config_in_the_repository_is_valid_and_applies() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
-/// Runs `toolhost ARGS` on a pseudo-terminal (util-linux `script`), typing `typed` at it.
-fn on_terminal(home: &Home, dir: &Path, args: &[&str], typed: &str) -> String {
-    let quoted: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_toolhost").to_string())
-        .chain(args.iter().map(|a| format!("'{}'", a.replace('\'', r"'\''"))))
-        .collect();
-    // The test's home and environment, as `Home::run` gives them.
-    let command = home.command(dir, &[]);
-    let out = std::process::Command::new("script")
-        .args(["-qec", &quoted.join(" "), "/dev/null"])
-        .current_dir(dir)
-        .envs(command.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child.stdin.take().unwrap().write_all(typed.as_bytes())?;
-            child.wait_with_output()
-        })
-        .expect("script runs");
-    String::from_utf8_lossy(&out.stdout).replace('\r', "")
-}
-
 #[test]
 fn on_a_terminal_a_confirmation_shows_the_preview_and_takes_the_answer() {
     let dir = workspace(&[("confirm.toml", "[[guard.rule]]\ntool = \"shell-exec\"\naction = \"confirm\"\n")]);
@@ -308,9 +285,14 @@ fn on_a_terminal_a_confirmation_shows_the_preview_and_takes_the_answer() {
 fn the_repl_on_a_terminal_asks_to_trust_the_workspace() {
     let dir = workspace(&[(".toolhost/tools/hi.scm", "(define-tool (hi) \"Say hi.\" \"hi there\")\n")]);
     let home = Home::new();
-    let screen = on_terminal(&home, dir.path(), &["repl"], "y\n(hi)\n:quit\n");
-    assert!(screen.contains("Trust this workspace now?"), "{screen}");
-    assert!(screen.contains("hi there"), "{screen}");
+    let mut terminal = Terminal::start(&home, dir.path(), &["repl"]);
+    terminal.wait_for("Trust this workspace now?", 0);
+    terminal.send("y\n");
+    let mark = terminal.wait_for("toolhost> ", 0).len();
+    terminal.send("(hi)\n");
+    terminal.wait_for("hi there", mark);
+    terminal.send(":quit\n");
+    terminal.finish();
     // It was recorded: the next run loads the tool without asking.
     let out = home.run(dir.path(), &["call", "hi"], None);
     assert_eq!(stdout_json(&out)["result"], "hi there");

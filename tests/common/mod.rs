@@ -87,6 +87,10 @@ impl Home {
             .env_remove("XDG_DATA_HOME")
             .env_remove("STEEL_HOME")
             .env("TOOLHOST_HISTORY", self.history_file());
+        // Tests talk to servers on 127.0.0.1 only; a proxy from the environment would get between.
+        for proxy in ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"] {
+            command.env_remove(proxy);
+        }
         command
     }
 
@@ -132,6 +136,14 @@ pub fn eventually(what: &str, mut check: impl FnMut() -> bool) {
         assert!(std::time::Instant::now() < deadline, "gave up waiting for {what}");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+/// Runs `toolhost ARGS` on a pseudo-terminal (util-linux `script`) with this home, typing `typed`
+/// at it all at once; returns the screen once it ends.
+pub fn on_terminal(home: &Home, dir: &Path, args: &[&str], typed: &str) -> String {
+    let mut terminal = Terminal::start(home, dir, args);
+    terminal.send(typed);
+    terminal.finish()
 }
 
 /// `toolhost` on a pseudo-terminal (util-linux `script`), typed at as a person would.
