@@ -1,6 +1,11 @@
 //! The per-call time limit for Scheme code: one background thread per host that interrupts the
 //! engine (steel's thread-state controller) when an armed deadline passes. Rust tools that block
 //! are not stopped by this; they carry their own timeouts.
+//!
+//! Arming and disarming sit on every Scheme tool call, so they do not wake the thread unless they
+//! must: a thread asleep until an earlier moment wakes then anyway and sees the new deadline (or
+//! none), so only a deadline earlier than the one it sleeps toward, or a thread asleep with none,
+//! is worth a wake-up. With one limit for every call, that is about one wake-up per limit's length.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -15,6 +20,8 @@ struct State {
     generation: u64,
     fired: Option<u64>,
     shutdown: bool,
+    /// When the thread will wake by itself; `None` while it waits with no deadline.
+    sleeping_until: Option<Instant>,
 }
 
 /// Interrupts the engine when an armed deadline passes.
@@ -41,10 +48,13 @@ impl Watchdog {
                     return;
                 }
                 match state.deadline {
-                    None => match wake.wait(state) {
-                        Ok(s) => state = s,
-                        Err(_) => return,
-                    },
+                    None => {
+                        state.sleeping_until = None;
+                        match wake.wait(state) {
+                            Ok(s) => state = s,
+                            Err(_) => return,
+                        }
+                    }
                     Some(deadline) => {
                         let now = Instant::now();
                         if now >= deadline {
@@ -52,6 +62,7 @@ impl Watchdog {
                             state.fired = Some(state.generation);
                             state.deadline = None;
                         } else {
+                            state.sleeping_until = Some(deadline);
                             match wake.wait_timeout(state, deadline - now) {
                                 Ok((s, _)) => state = s,
                                 Err(_) => return,
@@ -69,19 +80,22 @@ impl Watchdog {
         let (lock, wake) = &*self.state;
         let Ok(mut state) = lock.lock() else { return Armed(u64::MAX) };
         state.generation += 1;
-        state.deadline = Some(Instant::now() + limit);
-        wake.notify_all();
+        let deadline = Instant::now() + limit;
+        state.deadline = Some(deadline);
+        if state.sleeping_until.is_none_or(|until| deadline < until) {
+            wake.notify_all();
+        }
         Armed(state.generation)
     }
 
     /// Stops the clock; true when the deadline passed and the engine was interrupted. The engine is
     /// resumed either way, so the next run starts clean.
     pub fn disarm(&self, armed: Armed) -> bool {
-        let (lock, wake) = &*self.state;
+        let (lock, _) = &*self.state;
         let fired = match lock.lock() {
             Ok(mut state) => {
+                // No wake-up: the thread finds no deadline when it next wakes.
                 state.deadline = None;
-                wake.notify_all();
                 state.fired.take() == Some(armed.0)
             }
             Err(_) => false,

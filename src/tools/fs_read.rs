@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use steel::rvals::SteelVal;
 
 use super::file::{open_regular, read_text};
-use super::text::{count_lines_within, cut_line_beyond, read_line_capped, thousands};
+use super::text::{count_lines_within, cut_line_beyond, read_line_capped, skip_lines, thousands};
 use crate::context::{Limits, ToolCtx};
 use crate::error::{Error, Result};
 use crate::registry::Primitive;
@@ -94,19 +94,14 @@ fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) 
     let io_err = |e: std::io::Error| Error::tool_failed(format!("cannot read {path}: {e}"));
 
     let mut line = Vec::new();
-    let mut number = 0u64;
     // Skip to the start without keeping the skipped lines.
-    while number + 1 < start {
-        let (more, _) = read_line_capped(&mut reader, 0, &mut line).map_err(io_err)?;
-        if !more {
-            let total = number;
-            return Err(Error::tool_failed(format!(
-                "start {start} is past the end of {path}, which has {} line{}",
-                thousands(total),
-                if total == 1 { "" } else { "s" }
-            )));
-        }
-        number += 1;
+    let mut number = skip_lines(&mut reader, start - 1).map_err(io_err)?;
+    if number + 1 < start {
+        return Err(Error::tool_failed(format!(
+            "start {start} is past the end of {path}, which has {} line{}",
+            thousands(number),
+            if number == 1 { "" } else { "s" }
+        )));
     }
     let end = start.saturating_add(count - 1);
     let mut shown_lines = Vec::new();

@@ -64,8 +64,41 @@ pub fn read_line_capped(reader: &mut impl BufRead, keep: usize, out: &mut Vec<u8
     Ok((read_any, skipped))
 }
 
-fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|&b| b == needle)
+use memchr::{memchr, memchr_iter};
+
+/// Skips `n` lines (each ended by `\n`; the last may have none) without keeping them, scanning the
+/// reader's buffer for newlines with SIMD; returns how many lines there were, fewer than `n` when
+/// the input ends first.
+pub fn skip_lines(reader: &mut impl BufRead, n: u64) -> io::Result<u64> {
+    let mut skipped = 0u64;
+    // Whether bytes of a line not yet ended were consumed.
+    let mut partial = false;
+    while skipped < n {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(skipped + u64::from(partial));
+        }
+        let want = n - skipped;
+        let mut found = 0u64;
+        let mut used = buf.len();
+        for at in memchr_iter(b'\n', buf) {
+            found += 1;
+            if found == want {
+                used = at + 1;
+                break;
+            }
+        }
+        partial = if found == want {
+            false
+        } else if found > 0 {
+            buf[used - 1] != b'\n'
+        } else {
+            true
+        };
+        skipped += found;
+        reader.consume(used);
+    }
+    Ok(skipped)
 }
 
 /// Counts the newlines left in `reader`, reading at most `budget` bytes. `None` when the budget ran
@@ -84,7 +117,7 @@ pub fn count_lines_within(reader: &mut impl BufRead, budget: u64) -> io::Result<
         if read + buf.len() as u64 > budget {
             return Ok(None);
         }
-        lines += buf.iter().filter(|&&b| b == b'\n').count() as u64;
+        lines += memchr_iter(b'\n', buf).count() as u64;
         last = buf[buf.len() - 1];
         read += buf.len() as u64;
         let n = buf.len();
@@ -102,6 +135,25 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(4880), "4,880");
         assert_eq!(thousands(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn skipping_lines_counts_a_last_line_without_a_newline_and_stops_where_asked() {
+        for (text, n, skipped, rest) in [
+            ("a\nb\nc\n", 2, 2, "c\n"),
+            ("a\nb\nc", 5, 3, ""),
+            ("a\nb\n", 5, 2, ""),
+            ("", 1, 0, ""),
+            ("abc", 1, 1, ""),
+            ("\n\n\nx", 3, 3, "x"),
+        ] {
+            // A small buffer makes lines span several fills.
+            let mut input = io::BufReader::with_capacity(2, io::Cursor::new(text.as_bytes().to_vec()));
+            assert_eq!(skip_lines(&mut input, n).unwrap(), skipped, "{text:?}");
+            let mut left = String::new();
+            io::Read::read_to_string(&mut input, &mut left).unwrap();
+            assert_eq!(left, rest, "{text:?}");
+        }
     }
 
     #[test]
