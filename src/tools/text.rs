@@ -3,6 +3,8 @@
 
 use std::io::{self, BufRead};
 
+use memchr::{memchr, memchr_iter};
+
 /// `4880` -> `4,880`.
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -63,8 +65,6 @@ pub fn read_line_capped(reader: &mut impl BufRead, keep: usize, out: &mut Vec<u8
     }
     Ok((read_any, skipped))
 }
-
-use memchr::{memchr, memchr_iter};
 
 /// Skips `n` lines (each ended by `\n`; the last may have none) without keeping them, scanning the
 /// reader's buffer for newlines with SIMD; returns how many lines there were, fewer than `n` when
