@@ -67,6 +67,7 @@
 //! | [`host`] | the host: engine + registry + guard |
 //! | [`call`] | the JSON call path and the call record |
 //! | [`handle`] | the host on its own thread, reached through a `Send + Sync` handle |
+//! | [`mcp`] | MCP: `[[mcp]]` servers' tools as primitives |
 //! | [`repl`], [`cli`] | the REPL and the command line |
 
 pub mod args;
@@ -80,6 +81,7 @@ pub mod error;
 pub mod guard;
 pub mod handle;
 pub mod host;
+pub mod mcp;
 pub mod param;
 pub mod pformat;
 pub mod registry;
