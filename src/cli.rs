@@ -1,5 +1,5 @@
 //! The `toolhost` command line (design section 13): `repl`, `eval`, `run`, `call`, `tools`,
-//! `pformat parse`, `trust` and `untrust`, with the common `--root`, `--config`, `--tools` and
+//! `pformat parse`, `trust`, `untrust` and `mcp`, with the common `--root`, `--config`, `--tools` and
 //! `--yes` flags. These forms are a stable interface. Exit codes: 0 done, 1 the command failed (a
 //! call's error, a script's error), 2 the settings are wrong (a bad config file, a missing folder).
 
@@ -86,6 +86,8 @@ enum Command {
     Trust,
     /// Forget the workspace's trust.
     Untrust,
+    /// Serve every tool of the host as an MCP server over standard input and output.
+    Mcp,
 }
 
 #[derive(Subcommand, Debug)]
@@ -119,6 +121,7 @@ pub fn main() -> i32 {
     match &cli.command {
         Command::Trust => return trust_workspace(&flags),
         Command::Untrust => return untrust_workspace(&flags),
+        Command::Mcp => return crate::mcp::serve(&flags),
         _ => {}
     }
     // The REPL on a terminal asks whether to trust a workspace instead of skipping its files.
@@ -184,7 +187,7 @@ pub fn main() -> i32 {
             println!("{}", pformat::parse_to_json(&text, &host.specs()));
             0
         }
-        Command::Trust | Command::Untrust => 0,
+        Command::Trust | Command::Untrust | Command::Mcp => 0,
     }
 }
 

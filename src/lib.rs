@@ -67,7 +67,7 @@
 //! | [`host`] | the host: engine + registry + guard |
 //! | [`call`] | the JSON call path and the call record |
 //! | [`handle`] | the host on its own thread, reached through a `Send + Sync` handle |
-//! | [`mcp`] | MCP: `[[mcp]]` servers' tools as primitives |
+//! | [`mcp`] | MCP both ways: `[[mcp]]` servers' tools as primitives, and `toolhost mcp` |
 //! | [`repl`], [`cli`] | the REPL and the command line |
 
 pub mod args;

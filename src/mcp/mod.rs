@@ -1,4 +1,4 @@
-//! MCP (design section 11), with the official SDK (`rmcp`).
+//! MCP both ways (design section 11), with the official SDK (`rmcp`).
 //!
 //! # Brief overview
 //!
@@ -11,12 +11,18 @@
 //! back as the result; other content is described in a bracketed line; an `isError` result is a
 //! `tool_failed` error with the server's text.
 //!
+//! As a **server** (`toolhost mcp`), toolhost serves every tool of a host over standard input and
+//! output, each call through the same call path as any other caller's.
+//!
 //! | file | owns |
 //! |---|---|
 //! | [`convert`] | `inputSchema` to a signature, hints to annotations, handler values to `arguments`, results to text |
 //! | [`client`] | [`McpClients`]: the connections to the configured servers, their tools as primitives, failure and restart |
+//! | [`server`] | [`McpServer`] and [`serve`]: the `toolhost mcp` command |
 
 pub mod client;
 pub mod convert;
+pub mod server;
 
 pub use client::McpClients;
+pub use server::{serve, McpServer};
