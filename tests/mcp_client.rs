@@ -219,6 +219,18 @@ fn a_server_that_exits_after_its_first_answer_is_started_again_by_the_next_call(
 }
 
 #[test]
+fn a_call_that_could_not_be_written_to_a_stopped_server_goes_to_a_fresh_one() {
+    let dir = workspace(&[]);
+    let mut host = host_with(&dir, vec![fixture("deaf-after-first-answer")]);
+    no_load_errors(&host);
+    for round in 0..2 {
+        // The first call of each server answers; the next cannot reach it, so a new one is started
+        // and the call, which the old one never read, goes to it.
+        assert_eq!(received(&mut host, json!({"text": round.to_string()})), json!({"text": round.to_string()}));
+    }
+}
+
+#[test]
 fn a_server_that_dies_during_a_call_fails_that_call_and_the_next_call_starts_it_again() {
     let dir = workspace(&[]);
     let mut host = host_with(&dir, vec![fixture("normal")]);

@@ -11,9 +11,11 @@
 //!   registered, and a call naming one is an `unknown_tool` error that says the server did not start.
 //!   It is not retried: its tool list was never known.
 //! - a server that stops while the host runs (it exits, it is killed, its connection drops) is
-//!   reported once on standard error, the call that was waiting fails with `tool_failed` (the server
-//!   may or may not have done the work, so the call is not sent again), and the next call of one of
-//!   its tools starts it again. Its tool list is the one read at start-up.
+//!   reported once on standard error, and the next call of one of its tools starts it again (its
+//!   tool list is the one read at start-up). A call that was waiting for its answer fails with
+//!   `tool_failed`: the server may or may not have done the work, so it is not sent again. A call
+//!   that could not even be written to a stdio server's input never reached it, so it goes to the
+//!   server started in its place.
 //! - a call that outlasts the server's `timeout_s` (60 s when not set) fails with `timeout`; the
 //!   server is asked to cancel it and stays connected.
 
@@ -431,29 +433,33 @@ impl Server {
         }
     }
 
-    /// Forgets connection `generation` after it failed, reporting the stop once.
-    async fn forget(&self, generation: u64) {
+    /// Forgets connection `generation` after it failed, and reports the stop once, saying `next`.
+    async fn forget(&self, generation: u64, next: &str) {
         let mut connection = self.connection.lock().await;
         if connection.generation == generation {
             if let Some(live) = connection.live.take() {
                 live.close().await;
-                eprintln!(
-                    "toolhost: {}",
-                    self.explain(&format!(
-                        "mcp server \"{}\" stopped during a call; it is started again on the next call of one \
-                         of its tools",
-                        self.name()
-                    ))
-                );
+                eprintln!("toolhost: {}", self.explain(&format!("mcp server \"{}\" stopped; {next}", self.name())));
             }
         }
     }
 
     /// Sends `tools/call` and waits for the answer, within the time limit.
     async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<String> {
-        let (peer, generation) = self.peer().await?;
+        let (mut peer, mut generation) = self.peer().await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        match tokio::time::timeout(self.timeout, peer.call_tool(params)).await {
+        let mut answer = tokio::time::timeout(self.timeout, peer.call_tool(params.clone())).await;
+        if let Ok(Err(ServiceError::TransportSend(_))) = &answer {
+            if matches!(self.config.transport, McpTransport::Stdio { .. }) {
+                // Writing the request to the child's input failed, so the server never read it:
+                // it has stopped. Sending it to a fresh server cannot run it twice. (Over HTTP a
+                // failed request may still have arrived, so it is not sent again.)
+                self.forget(generation, "starting it again for the call it did not receive").await;
+                (peer, generation) = self.peer().await?;
+                answer = tokio::time::timeout(self.timeout, peer.call_tool(params)).await;
+            }
+        }
+        match answer {
             Err(_) => Err(Error::new(
                 ErrorKind::Timeout,
                 format!(
@@ -474,7 +480,7 @@ impl Server {
                 Err(Error::tool_failed(format!("the MCP server \"{}\" refused the call: {}", self.name(), e.message)))
             }
             Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
-                self.forget(generation).await;
+                self.forget(generation, "it is started again on the next call of one of its tools").await;
                 let how = match &e {
                     ServiceError::TransportSend(send) => causes(send.error.as_ref()),
                     other => other.to_string().to_lowercase(),
