@@ -277,7 +277,7 @@ fn servers_that_do_not_start_are_load_errors_naming_why_and_the_rest_of_the_host
     exits.name = "quitter".into();
     let mut garbage = fixture("garbage");
     garbage.name = "babbler".into();
-    garbage.timeout_s = Some(2.0);
+    garbage.timeout_s = Some(1.0);
     let mut host = host_with(&dir, vec![missing, exits, garbage, fixture("normal")]);
     let problems: Vec<String> = host.load_errors().iter().map(|e| e.to_string()).collect();
     assert_eq!(problems.len(), 3, "{problems:#?}");
@@ -294,7 +294,8 @@ fn servers_that_do_not_start_are_load_errors_naming_why_and_the_rest_of_the_host
         "{}",
         problems[1]
     );
-    assert!(problems[2].contains("\"babbler\" did not start: no MCP answer within 2 s"), "{}", problems[2]);
+    // Starting is not held to a `timeout_s` shorter than the least start-up time.
+    assert!(problems[2].contains("\"babbler\" did not start: no MCP answer within 10 s"), "{}", problems[2]);
     // A call naming a tool of a server that did not start says why, by either name.
     for name in ["ghost.search", "ghost__search"] {
         let (kind, message) = err_of(&host.call(name, json!({})));

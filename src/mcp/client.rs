@@ -17,7 +17,8 @@
 //!   that could not even be written to a stdio server's input never reached it, so it goes to the
 //!   server started in its place.
 //! - a call that outlasts the server's `timeout_s` (60 s when not set) fails with `timeout`; the
-//!   server is asked to cancel it and stays connected.
+//!   server is asked to cancel it and stays connected. Starting a server may take `timeout_s`, and
+//!   at least [`MIN_START_TIME`].
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -40,6 +41,10 @@ use crate::registry::{Handler, Primitive, RustHandler};
 
 /// How long one call (and starting a server) may take when the config sets no `timeout_s`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The least time a server gets to start and list its tools, whatever its `timeout_s`: a server
+/// run through `npx` may spend seconds installing itself, which says nothing about its calls.
+pub const MIN_START_TIME: Duration = Duration::from_secs(10);
 
 /// How many of a server's last standard-error lines are kept, to explain why it failed.
 const STDERR_TAIL_LINES: usize = 12;
@@ -224,7 +229,10 @@ fn primitive(server: &Arc<Server>, tool: &rmcp::model::Tool) -> Primitive {
 struct Server {
     config: McpServerConfig,
     root: PathBuf,
+    /// How long one call may take.
     timeout: Duration,
+    /// How long starting the server and listing its tools may take.
+    start_time: Duration,
     runtime: tokio::runtime::Handle,
     connection: Mutex<Connection>,
     /// The server's last lines on standard error.
@@ -266,6 +274,7 @@ impl Server {
             config,
             root: root.to_path_buf(),
             timeout,
+            start_time: timeout.max(MIN_START_TIME),
             runtime,
             connection: Mutex::new(Connection::default()),
             stderr_tail: Arc::new(StdMutex::new(VecDeque::new())),
@@ -278,7 +287,7 @@ impl Server {
 
     /// Connects and lists the tools, within the time limit.
     async fn start(&self) -> std::result::Result<Vec<rmcp::model::Tool>, String> {
-        let started = tokio::time::timeout(self.timeout, async {
+        let started = tokio::time::timeout(self.start_time, async {
             let live = self.connect().await?;
             let tools = live.service.peer().list_all_tools().await;
             Ok::<_, String>((live, tools))
@@ -304,9 +313,10 @@ impl Server {
 
     fn no_answer(&self) -> String {
         format!(
-            "no MCP answer within {} s (the server's `timeout_s`); a server that writes anything but MCP \
-             messages to its standard output is not understood",
-            self.timeout.as_secs_f64()
+            "no MCP answer within {} s (its `timeout_s`, at least {} s to start); a server that writes \
+             anything but MCP messages to its standard output is not understood",
+            self.start_time.as_secs_f64(),
+            MIN_START_TIME.as_secs()
         )
     }
 
@@ -413,7 +423,7 @@ impl Server {
                 self.explain(&format!("mcp server \"{}\" stopped; starting it again", self.name()))
             );
         }
-        let restarted = tokio::time::timeout(self.timeout, self.connect()).await;
+        let restarted = tokio::time::timeout(self.start_time, self.connect()).await;
         match restarted {
             Ok(Ok(live)) => {
                 connection.generation += 1;
