@@ -1,5 +1,5 @@
 //! The `toolhost` command line (design section 13): `repl`, `eval`, `run`, `call`, `tools`,
-//! `pformat parse`, `trust` and `untrust`, with the common `--root`, `--config`, `--tools` and
+//! `pformat parse`, `trust`, `untrust` and `mcp`, with the common `--root`, `--config`, `--tools` and
 //! `--yes` flags. These forms are a stable interface. Exit codes: 0 done, 1 the command failed (a
 //! call's error, a script's error), 2 the settings are wrong (a bad config file, a missing folder).
 
@@ -103,6 +103,8 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
     Agent(crate::agent::command::AgentArgs),
     /// Run a session log's calls again without a model; exit 1 if any result differs.
     Replay(crate::agent::command::ReplayArgs),
+    /// Serve every tool of the host as an MCP server over standard input and output.
+    Mcp,
 }
 
 #[derive(Subcommand, Debug)]
@@ -138,6 +140,7 @@ pub fn main() -> i32 {
         Command::Untrust => return untrust_workspace(&flags),
         Command::Agent(args) => return crate::agent::command::agent(&flags, args),
         Command::Replay(args) => return crate::agent::command::replay(&flags, args),
+        Command::Mcp => return crate::mcp::serve(&flags),
         _ => {}
     }
     // The REPL on a terminal asks whether to trust a workspace instead of skipping its files.
@@ -207,7 +210,7 @@ pub fn main() -> i32 {
             println!("{}", pformat::parse_to_json(&text, &host.specs()));
             0
         }
-        Command::Trust | Command::Untrust | Command::Agent(_) | Command::Replay(_) => 0,
+        Command::Trust | Command::Untrust | Command::Agent(_) | Command::Replay(_) | Command::Mcp => 0,
     }
 }
 

@@ -18,11 +18,12 @@ use steel::steel_vm::engine::Engine;
 
 use crate::bridge::{self, steel_message, Shared};
 use crate::call::{self, CallOptions, CallRecord, CallRequest};
-use crate::config::Config;
+use crate::config::{Config, McpServerConfig};
 use crate::context::{Cancel, Limits, ToolCtx};
 use crate::engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::guard::{Confirmer, Guard};
+use crate::mcp::McpClients;
 use crate::registry::{Handler, Primitive, Registry};
 use crate::spec::SpecSet;
 use crate::tools;
@@ -93,6 +94,7 @@ pub struct HostBuilder {
     extra: Vec<Primitive>,
     trusted_scripts: bool,
     display_to_stderr: bool,
+    mcp_servers: Vec<McpServerConfig>,
 }
 
 impl HostBuilder {
@@ -111,6 +113,7 @@ impl HostBuilder {
             extra: Vec::new(),
             trusted_scripts: false,
             display_to_stderr: false,
+            mcp_servers: Vec::new(),
         }
     }
 
@@ -160,8 +163,8 @@ impl HostBuilder {
     }
 
     /// Applies a config (design section 17): its limits, its guard rules and default, its tool
-    /// folders, and whether scripts are trusted. A confirmer set with [`HostBuilder::confirmer`]
-    /// is kept.
+    /// folders, whether scripts are trusted, and its `[[mcp]]` servers. A confirmer set with
+    /// [`HostBuilder::confirmer`] is kept.
     ///
     /// # Errors
     /// A rule whose glob does not compile (the config reader checks them first).
@@ -169,7 +172,8 @@ impl HostBuilder {
         let mut builder = self
             .limits(Limits::from_config(config))
             .guard(Guard::from_config(config)?)
-            .trusted_scripts(config.scripts_trusted.unwrap_or(false));
+            .trusted_scripts(config.scripts_trusted.unwrap_or(false))
+            .mcp_servers(config.mcp.clone());
         for dir in &config.tools {
             if !dir.is_dir() {
                 let files: Vec<String> = config.files.iter().map(|f| f.display().to_string()).collect();
@@ -194,6 +198,14 @@ impl HostBuilder {
     /// reach files and processes only through the guarded tools.
     pub fn trusted_scripts(mut self, trusted: bool) -> Self {
         self.trusted_scripts = trusted;
+        self
+    }
+
+    /// MCP servers to start when the host is built; each of their tools becomes a primitive named
+    /// `server.tool` (see [`crate::mcp`]). A server that does not start is one of
+    /// [`Host::load_errors`], and the rest of the host works without it.
+    pub fn mcp_servers(mut self, servers: Vec<McpServerConfig>) -> Self {
+        self.mcp_servers = servers;
         self
     }
 
@@ -230,6 +242,7 @@ impl HostBuilder {
         let mut scheme_names: HashSet<String> =
             engine.globals().iter().map(|name| name.resolve().to_string()).collect();
         scheme_names.extend(prelude_names());
+        let (mcp, load_errors) = start_mcp(&self.mcp_servers, workspace.root(), &mut registry, &scheme_names);
         let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default() };
         let guard = match self.confirmer {
             Some(confirmer) => self.guard.confirmer(confirmer),
@@ -242,8 +255,7 @@ impl HostBuilder {
             bridge::bind_rust_tool(&mut engine, &shared, tool.clone());
         }
         let watchdog = Watchdog::new(engine.get_thread_state_controller());
-        let mut host =
-            Host { engine, shared, watchdog, load_errors: Vec::new(), trusted_scripts: self.trusted_scripts };
+        let mut host = Host { engine, shared, watchdog, load_errors, trusted_scripts: self.trusted_scripts, mcp };
         host.load_text("prelude.scm", PRELUDE, true)?;
         if self.shipped_tools && self.builtin_tools {
             for (name, text) in SHIPPED_TOOLS {
@@ -271,6 +283,8 @@ pub struct Host {
     watchdog: Watchdog,
     load_errors: Vec<Error>,
     trusted_scripts: bool,
+    /// The MCP servers whose tools are registered; dropped after the registry that calls them.
+    mcp: Option<McpClients>,
 }
 
 impl Host {
@@ -287,6 +301,11 @@ impl Host {
     /// can be told, the line.
     pub fn load_errors(&self) -> &[Error] {
         &self.load_errors
+    }
+
+    /// The MCP servers this host is a client of, when it has any.
+    pub fn mcp_clients(&self) -> Option<&McpClients> {
+        self.mcp.as_ref()
     }
 
     /// The workspace.
@@ -659,6 +678,37 @@ impl Host {
             }
         }
     }
+}
+
+/// Starts the MCP servers and registers their tools. What fails (a server that does not start, a
+/// tool whose name cannot be registered) becomes a load error; a call naming a tool of a server that
+/// did not start is told so.
+fn start_mcp(
+    servers: &[McpServerConfig],
+    root: &Path,
+    registry: &mut Registry,
+    scheme_names: &HashSet<String>,
+) -> (Option<McpClients>, Vec<Error>) {
+    if servers.is_empty() {
+        return (None, Vec::new());
+    }
+    let clients = McpClients::start(servers, root);
+    let mut errors = clients.problems().to_vec();
+    for tool in clients.primitives() {
+        let name = tool.name();
+        let registered = if scheme_names.contains(name) {
+            Err(Error::new(ErrorKind::InvalidDefinition, format!("\"{name}\" is already a Scheme name")))
+        } else {
+            registry.register(tool.clone())
+        };
+        if let Err(e) = registered {
+            errors.push(Error::new(e.kind(), format!("MCP tool {name} is not registered: {}", e.message())));
+        }
+    }
+    for (server, why) in clients.failed() {
+        registry.note_unavailable(format!("{server}."), format!("the MCP server \"{server}\" did not start: {why}"));
+    }
+    (Some(clients), errors)
 }
 
 /// Reads a Scheme file; an error names it.

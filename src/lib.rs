@@ -68,6 +68,7 @@
 //! | [`call`] | the JSON call path and the call record |
 //! | [`handle`] | the host on its own thread, reached through a `Send + Sync` handle |
 //! | [`agent`] | the agent loop: the model client, the loop, the session log and replay |
+//! | [`mcp`] | MCP both ways: `[[mcp]]` servers' tools as primitives, and `toolhost mcp` |
 //! | [`repl`], [`cli`] | the REPL and the command line |
 
 pub mod agent;
@@ -82,6 +83,7 @@ pub mod error;
 pub mod guard;
 pub mod handle;
 pub mod host;
+pub mod mcp;
 pub mod param;
 pub mod pformat;
 pub mod registry;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use steel::rvals::SteelVal;
 
 use crate::context::ToolCtx;
-use crate::error::{Error, Result};
-use crate::param::Signature;
+use crate::error::{Error, ErrorKind, Result};
+use crate::param::{provider_name, Signature};
 use crate::spec::{SpecSet, ToolSpec};
 
 pub use crate::spec::Annotations;
@@ -71,6 +71,9 @@ impl std::fmt::Debug for Primitive {
 pub struct Registry {
     specs: SpecSet,
     tools: HashMap<String, Arc<Primitive>>,
+    /// Name prefixes whose tools could not be registered, with why (an MCP server that did not
+    /// start): a call naming one is told the reason instead of a bare "no such tool".
+    unavailable: Vec<(String, String)>,
 }
 
 impl Registry {
@@ -106,9 +109,30 @@ impl Registry {
         self.specs.resolve(name).and_then(|real| self.tools.get(real))
     }
 
-    /// The `unknown_tool` error for `name`, listing the tools there are.
+    /// Records that the tools whose names start with `prefix` (`server.`) are unavailable, and
+    /// `why`, for the `unknown_tool` error of a call naming one.
+    pub fn note_unavailable(&mut self, prefix: impl Into<String>, why: impl Into<String>) {
+        self.unavailable.push((prefix.into(), why.into()));
+    }
+
+    /// The `unknown_tool` error for `name`: why, when its prefix was noted unavailable, else a list
+    /// of the tools there are.
     pub fn unknown_tool_error(&self, name: &str) -> Error {
-        self.specs.unknown_tool_error(name)
+        let noted = self.unavailable.iter().find(|(prefix, _)| {
+            name.starts_with(prefix.as_str())
+                || provider_name(prefix).is_some_and(|mapped| name.starts_with(mapped.as_str()))
+        });
+        match noted {
+            Some((_, why)) => {
+                let shown = crate::value::clip(name.to_string());
+                Error::new(
+                    ErrorKind::UnknownTool,
+                    format!("there is no tool called \"{shown}\": {why}; its tools are unknown"),
+                )
+                .with_tool(shown)
+            }
+            None => self.specs.unknown_tool_error(name),
+        }
     }
 
     /// The specs of every tool, in registration order: what catalogues are made from.
@@ -152,5 +176,18 @@ mod tests {
         assert!(reg.unregister("srv.read"));
         assert!(reg.get_by_provider_name("srv__read").is_none());
         assert_eq!(reg.iter().map(|p| p.name().to_string()).collect::<Vec<_>>(), ["b"]);
+    }
+
+    #[test]
+    fn a_tool_under_an_unavailable_prefix_is_unknown_with_the_reason_by_either_name() {
+        let mut reg = Registry::new();
+        reg.register(prim("up.read")).unwrap();
+        reg.note_unavailable("down.", "the MCP server \"down\" did not start: no such command");
+        for name in ["down.read", "down__read"] {
+            let err = reg.unknown_tool_error(name);
+            assert_eq!(err.kind(), ErrorKind::UnknownTool);
+            assert!(err.message().contains("\"down\" did not start: no such command"), "{err}");
+        }
+        assert!(reg.unknown_tool_error("other").message().contains("the tools are up.read"));
     }
 }

@@ -59,9 +59,10 @@ model = "some-model"
 api_key_env = "OPENAI_API_KEY"
 dialect = "native"
 
+# A command that does not exist: the server does not start, and everything else works.
 [[mcp]]
 name = "files"
-command = "npx"
+command = "toolhost-test-no-such-command"
 args = ["-y", "some-server"]
 "#;
 
@@ -254,8 +255,13 @@ fn the_library_needs_no_steel_home_and_prints_nothing_of_steel_s() {
 
 #[test]
 fn the_example_config_in_the_repository_is_valid_and_applies() {
-    let example = include_str!("../toolhost.example.toml");
-    let dir = workspace(&[("example.toml", example)]);
+    // Its MCP servers are illustrations: starting them would fetch a package, or reach whatever
+    // listens on the port. Pointed at a missing command and a closed port, they fail to start,
+    // which shows that the `[[mcp]]` entries applied.
+    let example = include_str!("../toolhost.example.toml")
+        .replace("command = \"npx\"", "command = \"toolhost-test-no-such-command\"")
+        .replace("http://127.0.0.1:3001/mcp", "http://127.0.0.1:9/mcp");
+    let dir = workspace(&[("example.toml", &example)]);
     let home = Home::new();
     // It names a tool folder, which must exist.
     let out = home.run(dir.path(), &["--config", "example.toml", "tools"], None);
@@ -264,6 +270,9 @@ fn the_example_config_in_the_repository_is_valid_and_applies() {
     std::fs::create_dir(dir.path().join("tools")).unwrap();
     let out = home.run(dir.path(), &["--config", "example.toml", "tools"], None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for server in ["github", "docs"] {
+        assert!(stderr(&out).contains(&format!("mcp server \"{server}\" did not start")), "{}", stderr(&out));
+    }
 }
 
 #[test]

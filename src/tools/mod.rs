@@ -25,7 +25,7 @@ mod fs_read;
 mod fs_write;
 mod index_grep;
 mod shell_exec;
-mod text;
+pub(crate) mod text;
 
 use steel::rvals::SteelVal;
 

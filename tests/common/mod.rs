@@ -79,9 +79,14 @@ impl Home {
     /// `toolhost ARGS` in `dir`, with this home.
     pub fn command(&self, dir: &Path, args: &[&str]) -> std::process::Command {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        command.args(args).current_dir(dir);
+        self.environment(&mut command);
         command
-            .args(args)
-            .current_dir(dir)
+    }
+
+    /// Gives `command` this home (for a program that starts `toolhost` itself).
+    pub fn environment(&self, command: &mut std::process::Command) {
+        command
             .env("HOME", self.0.path())
             .env("XDG_CONFIG_HOME", self.0.path().join("xdg-config"))
             .env_remove("XDG_DATA_HOME")
@@ -91,7 +96,6 @@ impl Home {
         for proxy in ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"] {
             command.env_remove(proxy);
         }
-        command
     }
 
     /// Runs `toolhost ARGS` in `dir` with `stdin` as its input (none: closed).
@@ -248,4 +252,135 @@ pub fn strip_escapes(text: &str) -> String {
         }
     }
     out
+}
+
+/// The real MCP peers the MCP tests run against: the pinned npm packages of
+/// `tests/fixtures/mcp/package.json` (the reference server `server-everything` and the official
+/// SDK, which the fixture server and the client script use). They are installed with `npm ci` the
+/// first time a test needs them, once per machine: a lock file keeps parallel test processes from
+/// installing at once.
+pub mod peers {
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+    use std::sync::OnceLock;
+
+    /// `tests/fixtures/mcp`.
+    pub fn dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp")
+    }
+
+    /// Whether every package pinned in package.json is installed at its pinned version.
+    fn installed(dir: &Path) -> bool {
+        let read = |path: PathBuf| -> Option<serde_json::Value> {
+            serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+        };
+        let Some(manifest) = read(dir.join("package.json")) else { return false };
+        let Some(pinned) = manifest["dependencies"].as_object() else { return false };
+        pinned.iter().all(|(name, version)| {
+            read(dir.join("node_modules").join(name).join("package.json"))
+                .is_some_and(|installed| installed["version"] == *version)
+        })
+    }
+
+    /// Installs the peers when they are missing; returns `tests/fixtures/mcp`. Panics with npm's
+    /// own output when it cannot (no node/npm, no registry).
+    pub fn ensure() -> &'static Path {
+        static READY: OnceLock<PathBuf> = OnceLock::new();
+        READY.get_or_init(|| {
+            let dir = dir();
+            if installed(&dir) {
+                return dir;
+            }
+            let lock_path = std::env::temp_dir().join("toolhost-mcp-peers.lock");
+            let lock = std::fs::File::create(&lock_path).expect("create the install lock file");
+            lock.lock().expect("take the install lock");
+            if !installed(&dir) {
+                let output = Command::new("npm")
+                    .args(["ci", "--no-audit", "--no-fund", "--prefix"])
+                    .arg(&dir)
+                    .output()
+                    .expect("npm runs (node and npm are needed for the MCP tests)");
+                assert!(
+                    output.status.success(),
+                    "npm ci in {} failed:\n{}\n{}",
+                    dir.display(),
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                );
+                assert!(installed(&dir), "npm ci did not install the pinned MCP peers");
+            }
+            drop(lock);
+            dir
+        })
+    }
+
+    /// The entry point of `@modelcontextprotocol/server-everything`.
+    pub fn everything() -> PathBuf {
+        ensure().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+    }
+
+    /// `fixture-server.mjs`, the small server that shows the arguments it received.
+    pub fn fixture_server() -> PathBuf {
+        ensure().join("fixture-server.mjs")
+    }
+
+    /// A `[[mcp]]` entry that runs `node SCRIPT ARGS...`, as TOML.
+    pub fn stdio_entry(name: &str, script: &Path, args: &[&str], timeout_s: Option<f64>) -> String {
+        let mut all = vec![toml_string(&script.display().to_string())];
+        all.extend(args.iter().map(|a| toml_string(a)));
+        let timeout = timeout_s.map(|t| format!("timeout_s = {t}\n")).unwrap_or_default();
+        format!("[[mcp]]\nname = \"{name}\"\ncommand = \"node\"\nargs = [{}]\n{timeout}\n", all.join(", "))
+    }
+
+    fn toml_string(s: &str) -> String {
+        serde_json::Value::String(s.to_string()).to_string()
+    }
+
+    /// server-everything serving streamable HTTP on 127.0.0.1, killed when dropped.
+    pub struct EverythingHttp {
+        child: std::process::Child,
+        /// `http://127.0.0.1:PORT/mcp`.
+        pub url: String,
+    }
+
+    impl EverythingHttp {
+        /// Starts it on a free port and waits until the port takes connections (polling the port,
+        /// not sleeping a guessed time). A port taken between choosing and binding is retried.
+        pub fn start() -> EverythingHttp {
+            let entry = everything();
+            for _ in 0..5 {
+                let port =
+                    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("free port").port();
+                let mut child = Command::new("node")
+                    .arg(&entry)
+                    .arg("streamableHttp")
+                    .env("PORT", port.to_string())
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .expect("node starts");
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+                loop {
+                    if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                        return EverythingHttp { child, url: format!("http://127.0.0.1:{port}/mcp") };
+                    }
+                    if child.try_wait().ok().flatten().is_some() || std::time::Instant::now() > deadline {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(25));
+                }
+            }
+            panic!("server-everything did not start serving streamable HTTP");
+        }
+    }
+
+    impl Drop for EverythingHttp {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }

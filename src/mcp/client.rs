@@ -1,0 +1,560 @@
+//! toolhost as an MCP client: [`McpClients`] starts the `[[mcp]]` servers of a config (a child
+//! process over stdio, or a streamable HTTP endpoint), lists their tools once, and turns each into a
+//! [`Primitive`] whose Rust handler sends `tools/call` to its server. It owns the tokio runtime the
+//! SDK (`rmcp`) needs; the host stays synchronous and blocks on a call with the server's time limit.
+//! How schemas, arguments and results are converted lives in `convert.rs`.
+//!
+//! Failure is the server's, never the host's:
+//! - a server that does not start (its command is missing, it exits, it does not answer in time, it
+//!   answers something that is not MCP) is reported in [`McpClients::problems`], which the host adds
+//!   to its load errors (the command line prints them once on standard error); its tools are not
+//!   registered, and a call naming one is an `unknown_tool` error that says the server did not start.
+//!   It is not retried: its tool list was never known.
+//! - a server that stops while the host runs (it exits, it is killed, its connection drops) is
+//!   reported once on standard error, and the next call of one of its tools starts it again (its
+//!   tool list is the one read at start-up). A call that was waiting for its answer fails with
+//!   `tool_failed`: the server may or may not have done the work, so it is not sent again. A call
+//!   that could not even be written to a stdio server's input never reached it, so it goes to the
+//!   server started in its place.
+//! - a call that outlasts the server's `timeout_s` (60 s when not set) fails with `timeout`; the
+//!   server is asked to cancel it and stays connected. Starting a server may take `timeout_s`, and
+//!   at least [`MIN_START_TIME`].
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::ServiceExt;
+use serde_json::{Map, Value};
+use steel::rvals::SteelVal;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::Mutex;
+
+use crate::config::{McpServerConfig, McpTransport};
+use crate::error::{Error, ErrorKind, Result};
+use crate::mcp::convert;
+use crate::registry::{Handler, Primitive, RustHandler};
+
+/// How long one call (and starting a server) may take when the config sets no `timeout_s`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The least time a server gets to start and list its tools, whatever its `timeout_s`: a server
+/// run through `npx` may spend seconds installing itself, which says nothing about its calls.
+pub const MIN_START_TIME: Duration = Duration::from_secs(10);
+
+/// How many of a server's last standard-error lines are kept, to explain why it failed.
+const STDERR_TAIL_LINES: usize = 12;
+
+/// How long dropping the clients waits for each server to shut down before it is killed.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a server that stopped gets for its last lines on standard error to arrive.
+const STDERR_GRACE: Duration = Duration::from_secs(2);
+
+type Service = RunningService<RoleClient, ClientConfig>;
+
+/// The MCP servers of a host: started together, their tools as primitives, their failures as
+/// errors. Dropping it shuts the servers down.
+///
+/// ```no_run
+/// use toolhost::config::{McpServerConfig, McpTransport};
+/// use toolhost::mcp::McpClients;
+/// let server = McpServerConfig {
+///     name: "everything".into(),
+///     transport: McpTransport::Stdio { command: "npx".into(), args: vec!["-y".into(),
+///         "@modelcontextprotocol/server-everything".into()], env: Default::default() },
+///     timeout_s: None,
+///     origin: "example".into(),
+/// };
+/// // A host starts its servers itself (`HostBuilder::mcp_servers`, or `[[mcp]]` in a config):
+/// let host = toolhost::HostBuilder::new(".").mcp_servers(vec![server.clone()]).build().unwrap();
+/// for problem in host.load_errors() {
+///     eprintln!("{problem}");
+/// }
+/// // The clients on their own, for a registry of one's own:
+/// let clients = McpClients::start(&[server], std::path::Path::new("."));
+/// let names: Vec<&str> = clients.primitives().iter().map(|p| p.name()).collect();
+/// ```
+pub struct McpClients {
+    runtime: Option<tokio::runtime::Runtime>,
+    servers: Vec<Arc<Server>>,
+    primitives: Vec<Primitive>,
+    problems: Vec<Error>,
+    failed: Vec<(String, String)>,
+}
+
+impl McpClients {
+    /// Starts every server at once (each within its own time limit), lists their tools and makes
+    /// them primitives. Never fails as a whole: what went wrong is in [`McpClients::problems`].
+    pub fn start(configs: &[McpServerConfig], root: &Path) -> McpClients {
+        let mut clients = McpClients {
+            runtime: None,
+            servers: Vec::new(),
+            primitives: Vec::new(),
+            problems: Vec::new(),
+            failed: Vec::new(),
+        };
+        if configs.is_empty() {
+            return clients;
+        }
+        // Two workers: one can block in a child's shutdown while the other serves the rest.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("toolhost-mcp")
+            .enable_all()
+            .build();
+        let runtime = match runtime {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                for config in configs {
+                    clients.fail(config, format!("cannot start the MCP client runtime: {e}"));
+                }
+                return clients;
+            }
+        };
+        let servers: Vec<Arc<Server>> =
+            configs.iter().map(|c| Arc::new(Server::new(c.clone(), root, runtime.handle().clone()))).collect();
+        // Start them all at once and wait for each: a slow server delays start-up by its own time
+        // only.
+        let (tx, rx) = mpsc::channel();
+        for (index, server) in servers.iter().enumerate() {
+            let (server, tx) = (Arc::clone(server), tx.clone());
+            runtime.spawn(async move {
+                let _ = tx.send((index, server.start().await));
+            });
+        }
+        drop(tx);
+        let mut outcomes: Vec<Option<std::result::Result<Vec<rmcp::model::Tool>, String>>> =
+            servers.iter().map(|_| None).collect();
+        for (index, outcome) in rx {
+            if let Some(slot) = outcomes.get_mut(index) {
+                *slot = Some(outcome);
+            }
+        }
+        for (server, outcome) in servers.into_iter().zip(outcomes) {
+            match outcome.unwrap_or_else(|| Err("its start-up task ended without an answer".into())) {
+                Ok(tools) => {
+                    for tool in &tools {
+                        clients.primitives.push(primitive(&server, tool));
+                    }
+                    clients.servers.push(server);
+                }
+                Err(why) => clients.fail(&server.config, why),
+            }
+        }
+        clients.runtime = Some(runtime);
+        clients
+    }
+
+    fn fail(&mut self, config: &McpServerConfig, why: String) {
+        let message = format!("mcp server \"{}\" did not start: {why}; its tools are not available", config.name);
+        self.problems.push(at_origin(Error::tool_failed(message), &config.origin));
+        self.failed.push((config.name.clone(), why));
+    }
+
+    /// The tools of every server that started, as primitives named `server.tool`, in server and
+    /// then tool order.
+    pub fn primitives(&self) -> &[Primitive] {
+        &self.primitives
+    }
+
+    /// One error per server that did not start, naming it, where it was configured and why.
+    pub fn problems(&self) -> &[Error] {
+        &self.problems
+    }
+
+    /// The servers that did not start, with why: `(name, reason)`.
+    pub fn failed(&self) -> &[(String, String)] {
+        &self.failed
+    }
+
+    /// Whether the server called `name` started and is connected now (a server that stopped is
+    /// started again by the next call of one of its tools).
+    pub fn is_connected(&self, name: &str) -> bool {
+        self.servers.iter().find(|s| s.config.name == name).is_some_and(|s| s.is_connected())
+    }
+}
+
+impl Drop for McpClients {
+    /// Closes every connection (a child gets its standard input closed, then a signal), then stops
+    /// the runtime.
+    fn drop(&mut self) {
+        let Some(runtime) = self.runtime.take() else { return };
+        let (tx, rx) = mpsc::channel();
+        for server in &self.servers {
+            let (server, tx) = (Arc::clone(server), tx.clone());
+            runtime.spawn(async move {
+                server.shut_down().await;
+                let _ = tx.send(());
+            });
+        }
+        drop(tx);
+        for _ in rx {}
+        // Inside another runtime's task a runtime may not block on its own shutdown.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            runtime.shutdown_background();
+        } else {
+            runtime.shutdown_timeout(SHUTDOWN_GRACE);
+        }
+    }
+}
+
+/// `error` located at a config origin written `file:line`.
+fn at_origin(error: Error, origin: &str) -> Error {
+    match origin.rsplit_once(':') {
+        Some((file, line)) if line.parse::<usize>().is_ok() => error.at(file, line.parse().ok()),
+        _ if origin.is_empty() => error,
+        _ => error.at(origin, None),
+    }
+}
+
+/// The primitive for one tool of a started server.
+fn primitive(server: &Arc<Server>, tool: &rmcp::model::Tool) -> Primitive {
+    let spec = Arc::new(convert::spec(&server.config.name, tool));
+    let (server, remote) = (Arc::clone(server), tool.name.to_string());
+    let signature = spec.signature.clone();
+    let handler: RustHandler = Arc::new(move |_ctx, values: &[SteelVal]| {
+        let arguments = convert::arguments(&signature, values)?;
+        let text = server.call_blocking(&remote, arguments)?;
+        Ok(SteelVal::StringV(text.into()))
+    });
+    Primitive { spec, handler: Handler::Rust(handler), preview: None }
+}
+
+/// One configured server and its connection, which it restarts after the server stopped.
+struct Server {
+    config: McpServerConfig,
+    root: PathBuf,
+    /// How long one call may take.
+    timeout: Duration,
+    /// How long starting the server and listing its tools may take.
+    start_time: Duration,
+    runtime: tokio::runtime::Handle,
+    connection: Mutex<Connection>,
+    /// The server's last lines on standard error.
+    stderr_tail: Arc<StdMutex<VecDeque<String>>>,
+}
+
+#[derive(Default)]
+struct Connection {
+    live: Option<Live>,
+    /// Counts connections, so a failure seen on an old one does not close a newer one.
+    generation: u64,
+}
+
+/// An open connection, and the task copying its child's standard error.
+struct Live {
+    service: Service,
+    stderr: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Live {
+    fn is_open(&self) -> bool {
+        !self.service.is_transport_closed()
+    }
+
+    /// Closes the connection (a child still there gets its standard input closed, then is killed)
+    /// and lets the child's last lines on standard error arrive.
+    async fn close(self) {
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.service.cancel()).await;
+        if let Some(task) = self.stderr {
+            let _ = tokio::time::timeout(STDERR_GRACE, task).await;
+        }
+    }
+}
+
+impl Server {
+    fn new(config: McpServerConfig, root: &Path, runtime: tokio::runtime::Handle) -> Server {
+        let timeout = config.timeout_s.and_then(|s| Duration::try_from_secs_f64(s).ok()).unwrap_or(DEFAULT_TIMEOUT);
+        Server {
+            config,
+            root: root.to_path_buf(),
+            timeout,
+            start_time: timeout.max(MIN_START_TIME),
+            runtime,
+            connection: Mutex::new(Connection::default()),
+            stderr_tail: Arc::new(StdMutex::new(VecDeque::new())),
+        }
+    }
+
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// Connects and lists the tools, within the time limit.
+    async fn start(&self) -> std::result::Result<Vec<rmcp::model::Tool>, String> {
+        let started = tokio::time::timeout(self.start_time, async {
+            let live = self.connect().await?;
+            let tools = live.service.peer().list_all_tools().await;
+            Ok::<_, String>((live, tools))
+        })
+        .await;
+        let (live, tools) = match started {
+            Ok(Ok(started)) => started,
+            Ok(Err(why)) => return Err(why),
+            Err(_) => return Err(self.explain(&self.no_answer())),
+        };
+        let tools = match tools {
+            Ok(tools) => tools,
+            Err(e) => {
+                live.close().await;
+                return Err(self.explain(&format!("tools/list failed: {e}")));
+            }
+        };
+        let mut connection = self.connection.lock().await;
+        connection.live = Some(live);
+        connection.generation += 1;
+        Ok(tools)
+    }
+
+    fn no_answer(&self) -> String {
+        format!(
+            "no MCP answer within {} s (its `timeout_s`, at least {} s to start); a server that writes \
+             anything but MCP messages to its standard output is not understood",
+            self.start_time.as_secs_f64(),
+            MIN_START_TIME.as_secs()
+        )
+    }
+
+    /// Opens a connection: starts the child or reaches the URL, and runs MCP's initialization.
+    async fn connect(&self) -> std::result::Result<Live, String> {
+        // Lines a previous process wrote explain nothing about this one.
+        if let Ok(mut tail) = self.stderr_tail.lock() {
+            tail.clear();
+        }
+        let client = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
+        );
+        match &self.config.transport {
+            McpTransport::Stdio { command, args, env } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env).current_dir(&self.root).kill_on_drop(true);
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("cannot run `{command}`: {e}"))?;
+                let forwarding = stderr.map(|stderr| self.forward_stderr(stderr));
+                match client.serve(transport).await {
+                    Ok(service) => Ok(Live { service, stderr: forwarding }),
+                    Err(e) => {
+                        // The child has exited or will be killed: let its last words arrive.
+                        if let Some(task) = forwarding {
+                            let _ = tokio::time::timeout(STDERR_GRACE, task).await;
+                        }
+                        Err(self.explain(&initialize_failure(&e)))
+                    }
+                }
+            }
+            McpTransport::Http { url } => {
+                install_crypto_provider();
+                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                match client.serve(transport).await {
+                    Ok(service) => Ok(Live { service, stderr: None }),
+                    Err(e) => Err(format!("cannot reach {url}: {}", initialize_failure(&e))),
+                }
+            }
+        }
+    }
+
+    /// Copies the child's standard error to ours, each line marked with the server's name, and keeps
+    /// the last lines for messages.
+    fn forward_stderr(&self, stderr: tokio::process::ChildStderr) -> tokio::task::JoinHandle<()> {
+        let (name, tail) = (self.config.name.clone(), Arc::clone(&self.stderr_tail));
+        tokio::spawn(async move {
+            let mut reader = tokio::io::BufReader::new(stderr);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match reader.read_until(b'\n', &mut line).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let text = String::from_utf8_lossy(&line).trim_end().to_string();
+                        eprintln!("[{name}] {text}");
+                        if let Ok(mut tail) = tail.lock() {
+                            if tail.len() == STDERR_TAIL_LINES {
+                                tail.pop_front();
+                            }
+                            tail.push_back(text);
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// `why`, followed by the server's last lines on standard error when it wrote any.
+    fn explain(&self, why: &str) -> String {
+        let tail: Vec<String> = self.stderr_tail.lock().map(|t| t.iter().cloned().collect()).unwrap_or_default();
+        if tail.is_empty() {
+            why.to_string()
+        } else {
+            format!("{why} (its standard error ended with: {})", tail.join(" | "))
+        }
+    }
+
+    fn is_connected(self: &Arc<Self>) -> bool {
+        let (tx, rx) = mpsc::channel();
+        let server = Arc::clone(self);
+        self.runtime.spawn(async move {
+            let connection = server.connection.lock().await;
+            let _ = tx.send(connection.live.as_ref().is_some_and(Live::is_open));
+        });
+        rx.recv().unwrap_or(false)
+    }
+
+    /// The peer of a live connection, starting the server again when it has stopped.
+    async fn peer(&self) -> Result<(Peer<RoleClient>, u64)> {
+        let mut connection = self.connection.lock().await;
+        if let Some(live) = connection.live.take() {
+            if live.is_open() {
+                let peer = live.service.peer().clone();
+                connection.live = Some(live);
+                return Ok((peer, connection.generation));
+            }
+            // It stopped between calls: say so once, then start it again.
+            live.close().await;
+            eprintln!(
+                "toolhost: {}",
+                self.explain(&format!("mcp server \"{}\" stopped; starting it again", self.name()))
+            );
+        }
+        let restarted = tokio::time::timeout(self.start_time, self.connect()).await;
+        match restarted {
+            Ok(Ok(live)) => {
+                connection.generation += 1;
+                let peer = live.service.peer().clone();
+                connection.live = Some(live);
+                Ok((peer, connection.generation))
+            }
+            Ok(Err(why)) => Err(Error::tool_failed(format!(
+                "the MCP server \"{}\" is not running and did not start again: {why}",
+                self.name()
+            ))),
+            Err(_) => Err(Error::tool_failed(format!(
+                "the MCP server \"{}\" is not running and did not start again: {}",
+                self.name(),
+                self.explain(&self.no_answer())
+            ))),
+        }
+    }
+
+    /// Forgets connection `generation` after it failed, and reports the stop once, saying `next`.
+    async fn forget(&self, generation: u64, next: &str) {
+        let mut connection = self.connection.lock().await;
+        if connection.generation == generation {
+            if let Some(live) = connection.live.take() {
+                live.close().await;
+                eprintln!("toolhost: {}", self.explain(&format!("mcp server \"{}\" stopped; {next}", self.name())));
+            }
+        }
+    }
+
+    /// Sends `tools/call` and waits for the answer, within the time limit.
+    async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<String> {
+        let (mut peer, mut generation) = self.peer().await?;
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let mut answer = tokio::time::timeout(self.timeout, peer.call_tool(params.clone())).await;
+        if let Ok(Err(ServiceError::TransportSend(_))) = &answer {
+            if matches!(self.config.transport, McpTransport::Stdio { .. }) {
+                // Writing the request to the child's input failed, so the server never read it:
+                // it has stopped. Sending it to a fresh server cannot run it twice. (Over HTTP a
+                // failed request may still have arrived, so it is not sent again.)
+                self.forget(generation, "starting it again for the call it did not receive").await;
+                (peer, generation) = self.peer().await?;
+                answer = tokio::time::timeout(self.timeout, peer.call_tool(params)).await;
+            }
+        }
+        match answer {
+            Err(_) => Err(Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the MCP server \"{}\" did not answer within {} s (its `timeout_s`); it was asked to cancel the call",
+                    self.name(),
+                    self.timeout.as_secs_f64()
+                ),
+            )),
+            Ok(Ok(result)) => {
+                let text = convert::result_text(&result);
+                if result.is_error == Some(true) {
+                    let text = if text.trim().is_empty() { "the server reported an error and said nothing more" } else { &text };
+                    return Err(Error::tool_failed(text.to_string()));
+                }
+                Ok(text)
+            }
+            Ok(Err(ServiceError::McpError(e))) => {
+                Err(Error::tool_failed(format!("the MCP server \"{}\" refused the call: {}", self.name(), e.message)))
+            }
+            Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+                self.forget(generation, "it is started again on the next call of one of its tools").await;
+                let how = match &e {
+                    ServiceError::TransportSend(send) => causes(send.error.as_ref()),
+                    other => other.to_string().to_lowercase(),
+                };
+                Err(Error::tool_failed(self.explain(&format!(
+                    "the MCP server \"{}\" stopped during the call ({how}), so it may or may not have done it; \
+                     it is started again on the next call",
+                    self.name()
+                ))))
+            }
+            Ok(Err(e)) => Err(Error::tool_failed(format!("the MCP server \"{}\": {e}", self.name()))),
+        }
+    }
+
+    /// [`Server::call`] from synchronous code: the call runs on the runtime and this thread waits
+    /// for it, so it works from any thread, inside another runtime's task or not.
+    fn call_blocking(self: &Arc<Self>, tool: &str, arguments: Map<String, Value>) -> Result<String> {
+        let (tx, rx) = mpsc::channel();
+        let (server, tool) = (Arc::clone(self), tool.to_string());
+        self.runtime.spawn(async move {
+            let _ = tx.send(server.call(&tool, arguments).await);
+        });
+        rx.recv()
+            .unwrap_or_else(|_| Err(Error::tool_failed(format!("the MCP client of \"{}\" has shut down", self.name()))))
+    }
+
+    async fn shut_down(&self) {
+        let live = self.connection.lock().await.live.take();
+        if let Some(live) = live {
+            live.close().await;
+        }
+    }
+}
+
+/// Why initialization failed, in words: a closed connection usually means the server exited.
+fn initialize_failure(e: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError as E;
+    match e {
+        E::ConnectionClosed(_) => "it closed the connection before answering `initialize` (did it exit?)".to_string(),
+        E::TransportError { error, context } => format!("cannot {context}: {}", causes(error.error.as_ref())),
+        other => format!("`initialize` failed: {other}"),
+    }
+}
+
+/// An error and its sources, each once: `error sending request: Connection refused (os error 111)`.
+fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}
+
+/// Installs ring as the process's TLS crypto provider, once, before the first HTTP client is built
+/// (reqwest is built without a provider of its own). Another provider already installed is kept.
+fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}

@@ -1,0 +1,28 @@
+//! MCP both ways (design section 11), with the official SDK (`rmcp`).
+//!
+//! # Brief overview
+//!
+//! As a **client**, toolhost starts the `[[mcp]]` servers of its config when a host is built and
+//! registers each of their tools as a primitive named `server.tool` (providers see
+//! `server__tool`). The parameters come from the tool's `inputSchema` (required ones first, in the
+//! order of `required`, then the optional ones in property order); the `inputSchema` itself is what
+//! providers are shown. MCP tools take skipped parameters as void: a parameter the caller left out
+//! is left out of the request, while `false`, `0` and `""` are sent as given. Text content comes
+//! back as the result; other content is described in a bracketed line; an `isError` result is a
+//! `tool_failed` error with the server's text.
+//!
+//! As a **server** (`toolhost mcp`), toolhost serves every tool of a host over standard input and
+//! output, each call through the same call path as any other caller's.
+//!
+//! | file | owns |
+//! |---|---|
+//! | [`convert`] | `inputSchema` to a signature, hints to annotations, handler values to `arguments`, results to text |
+//! | [`client`] | [`McpClients`]: the connections to the configured servers, their tools as primitives, failure and restart |
+//! | [`server`] | [`McpServer`] and [`serve`]: the `toolhost mcp` command |
+
+pub mod client;
+pub mod convert;
+pub mod server;
+
+pub use client::McpClients;
+pub use server::{serve, McpServer};

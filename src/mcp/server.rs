@@ -1,0 +1,191 @@
+//! toolhost as an MCP server (`toolhost mcp`): every tool of a host, built-in, shipped, Scheme
+//! and the MCP tools it is itself a client of, served over standard input and output with the SDK's
+//! server side. `tools/list` shows each tool as the one projection point makes it
+//! ([`schema::tool_schema`] in the MCP shape, annotations included); `tools/call` goes through the
+//! host's call path by its [`HostHandle`] (tidy, convert, guard, run, record), and every error there
+//! comes back as an `isError` result whose text names the error's kind, so a model can act on it.
+//!
+//! Standard output is the protocol channel and nothing else: before the host is built, the
+//! process's standard output is moved aside for the protocol and descriptor 1 is pointed at
+//! standard error, so whatever a script, steel or a child process prints lands there instead.
+
+use std::io::Write;
+use std::os::fd::{FromRawFd, OwnedFd};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use serde_json::Value;
+
+use crate::call::CallRequest;
+use crate::error::{Error, ErrorKind, Result};
+use crate::handle::HostHandle;
+use crate::schema::{self, Format};
+use crate::setup::{Flags, Setup};
+use crate::spec::ToolSpec;
+
+/// The MCP face of a host: answers `tools/list` and `tools/call` through a [`HostHandle`].
+#[derive(Clone)]
+pub struct McpServer {
+    handle: HostHandle,
+}
+
+impl McpServer {
+    /// A server for the host behind `handle`.
+    pub fn new(handle: HostHandle) -> Self {
+        McpServer { handle }
+    }
+
+    /// Serves MCP on `reader` and `writer` until the client closes the connection.
+    ///
+    /// # Errors
+    /// When the runtime cannot start or initialization with the client fails.
+    pub fn run<R, W>(self, reader: R, writer: W) -> Result<()>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("toolhost-mcp-server")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))?;
+        let outcome = runtime.block_on(async move {
+            let service = self
+                .serve((reader, writer))
+                .await
+                .map_err(|e| Error::tool_failed(format!("MCP initialization with the client failed: {e}")))?;
+            service.waiting().await.map_err(|e| Error::tool_failed(format!("the MCP server stopped: {e}")))?;
+            Ok(())
+        });
+        // A read of standard input cannot be cancelled; do not wait for one that never ends.
+        runtime.shutdown_background();
+        outcome
+    }
+}
+
+/// One tool as `tools/list` shows it, from the MCP projection of its spec.
+fn mcp_tool(spec: &ToolSpec) -> std::result::Result<Tool, ErrorData> {
+    serde_json::from_value(schema::tool_schema(spec, Format::Mcp))
+        .map_err(|e| ErrorData::internal_error(format!("tool {} cannot be listed: {e}", spec.name()), None))
+}
+
+/// A blocking request to the host, off the runtime's worker threads.
+async fn ask_host<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> std::result::Result<T, ErrorData> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("the host request failed: {e}"), None))
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "toolhost's tools: the workspace's files, search and shell, and the Scheme and MCP tools \
+                 configured for it. A failed call is an error result whose text starts with \
+                 `error (KIND):`; fix the call as the message says.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListToolsResult, ErrorData> {
+        let handle = self.handle.clone();
+        let specs = ask_host(move || handle.specs())
+            .await?
+            .map_err(|e| ErrorData::internal_error(format!("the host cannot list its tools: {e}"), None))?;
+        let tools = specs.iter().map(|spec| mcp_tool(spec)).collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.map(|map| Value::Object(map).to_string()).unwrap_or_default();
+        let call = CallRequest::new(request.name.to_string(), arguments);
+        let handle = self.handle.clone();
+        let record = ask_host(move || handle.run_call(call)).await?;
+        let content = vec![ContentBlock::text(record.model_text())];
+        Ok(match record.result {
+            Ok(_) => CallToolResult::success(content),
+            Err(_) => CallToolResult::error(content),
+        }
+        .into())
+    }
+}
+
+/// Moves the process's standard output aside for the protocol and points descriptor 1 at standard
+/// error, so nothing but the protocol reaches the client. The protocol's descriptor is not inherited
+/// by child processes.
+fn take_stdout_for_protocol() -> std::io::Result<std::fs::File> {
+    std::io::stdout().flush()?;
+    // SAFETY: plain descriptor calls on the process's own standard descriptors; the new descriptor
+    // is owned by the returned file alone.
+    unsafe {
+        let protocol = libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3);
+        if protocol < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let owned = OwnedFd::from_raw_fd(protocol);
+        if libc::dup2(2, 1) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(std::fs::File::from(owned))
+    }
+}
+
+/// `toolhost mcp`: builds the host as the command line does (config, trust, flags; no terminal
+/// confirmer, since standard input is the protocol: a confirm rule denies unless `--yes`), then
+/// serves it on standard input and output until the client leaves. Returns the exit code.
+pub fn serve(flags: &Flags) -> i32 {
+    let protocol = match take_stdout_for_protocol() {
+        Ok(file) => file,
+        Err(e) => {
+            eprintln!("toolhost: cannot set standard output aside for the MCP protocol: {e}");
+            return 1;
+        }
+    };
+    let settings_error = |e: &Error| {
+        eprintln!("toolhost: {e}");
+        2
+    };
+    let setup = match Setup::discover(flags, None) {
+        Ok(setup) => setup,
+        Err(e) => return settings_error(&e),
+    };
+    if let Some(notice) = &setup.notice {
+        eprintln!("{notice}");
+    }
+    let builder = match setup.builder(flags, None) {
+        Ok(builder) => builder.display_to_stderr(true),
+        Err(e) => return settings_error(&e),
+    };
+    let handle = match HostHandle::spawn(builder) {
+        Ok(handle) => handle,
+        Err(e) if e.kind() == ErrorKind::Config => return settings_error(&e),
+        Err(e) => {
+            eprintln!("toolhost: {e}");
+            return 1;
+        }
+    };
+    for problem in handle.load_errors().unwrap_or_default() {
+        eprintln!("toolhost: warning: {problem}");
+    }
+    let writer = tokio::fs::File::from_std(protocol);
+    match McpServer::new(handle).run(tokio::io::stdin(), writer) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("toolhost: {e}");
+            1
+        }
+    }
+}
