@@ -60,8 +60,7 @@ fn big_file(path: &Path, lines: u64) {
     }
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
     for n in 1..=lines {
-        writeln!(out, "{n:>10} {}", "the quick brown fox jumps over the lazy dog, again and again and again")
-            .expect("write");
+        writeln!(out, "{n:>10} the quick brown fox jumps over the lazy dog, again and again and again").expect("write");
     }
     out.flush().expect("flush");
 }
