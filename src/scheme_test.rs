@@ -221,17 +221,13 @@ pub fn run_test_file(host: &mut Host, path: &Path) -> Result<Vec<Outcome>> {
         let result = host.eval_all(&form, Some(limit));
         outcomes.extend(take_results(host, &name));
         if let Err(e) = result {
-            let (file, line) = match e.file() {
-                Some(file) if file != "<eval>" => (file.to_string(), e.line()),
-                _ => (name.clone(), e.line().or(Some(line + 1))),
+            // The failure is the test file's, at the form's line; an error inside a tool adds
+            // the tool file's place to the message.
+            let (at, detail) = match e.file() {
+                Some(file) if file != "<eval>" => (line + 1, format!("  {e}")),
+                _ => (e.line().unwrap_or(line + 1), format!("  {}", e.message())),
             };
-            outcomes.push(Outcome {
-                file,
-                line,
-                what: "error".into(),
-                passed: false,
-                detail: format!("  {}", e.message()),
-            });
+            outcomes.push(Outcome { file: name.clone(), line: Some(at), what: "error".into(), passed: false, detail });
         }
     }
     Ok(outcomes)

@@ -196,6 +196,7 @@ const ADD: &str =
 fn test_runs_test_files_counts_and_names_failures_by_line() {
     let dir = workspace(&[
         ("tools/add.scm", ADD),
+        ("tools/broken_body.scm", "(define-tool (half (n integer \"N\"))\n  \"Halves.\"\n  (/ n \"two\"))\n"),
         (
             "tools/add_test.scm",
             "(check-equal? (add 1 2) 3)\n\
@@ -208,7 +209,7 @@ fn test_runs_test_files_counts_and_names_failures_by_line() {
         ),
         (
             "tools/fail_test.scm",
-            "(check-equal? (add 2 2) 4)\n\n(check-equal? (add 2 2) 5)\n(check-tool \"add\" \"{\\\"a\\\": 1}\" 1)\n(car '())\n(check-error? (lambda () 1))\n",
+            "(check-equal? (add 2 2) 4)\n\n(check-equal? (add 2 2) 5)\n(check-tool \"add\" \"{\\\"a\\\": 1}\" 1)\n(car '())\n(check-error? (lambda () 1))\n(check-equal? (add 1 (half 2)) 2)\n",
         ),
     ]);
     let home = Home::new();
@@ -222,11 +223,13 @@ fn test_runs_test_files_counts_and_names_failures_by_line() {
     let out = home.run(dir.path(), &["test", "tools"], None);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
-    assert_eq!(text.lines().last(), Some("6 passed, 4 failed"), "{text}");
+    assert_eq!(text.lines().last(), Some("6 passed, 5 failed"), "{text}");
     assert!(text.contains("FAIL tools/fail_test.scm:3: check-equal?\n  expected: 5\n  actual:   4"), "{text}");
     assert!(text.contains("FAIL tools/fail_test.scm:4: check-tool"), "{text}");
     assert!(text.contains("error (missing_argument)"), "{text}");
     assert!(text.contains("FAIL tools/fail_test.scm:5: error"), "{text}");
+    // An error inside a tool: the test's line, and the tool file's line in the message.
+    assert!(text.contains("FAIL tools/fail_test.scm:7: error\n  tools/broken_body.scm:3: "), "{text}");
     assert!(text.contains("FAIL tools/fail_test.scm:6: check-error?\n  expected: an error\n  actual:   1"), "{text}");
 
     // --in-place writes to the real workspace.
