@@ -437,3 +437,19 @@ pub(crate) fn definition(source: &str, tool: &str) -> Option<(usize, String)> {
     }
     found.map(|offset| (offset, source.get(offset..).unwrap_or("").to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_s_definition_is_found_with_its_whole_form() {
+        let text = "(define x 1)\n(define-tool (wc (p string \"P\"))\n  \"Counts.\"\n  0)\n(register-tool \"two\" \"D\" '() (lambda () 2))";
+        let (at, form) = definition(text, "wc").unwrap();
+        assert_eq!(&text[at..at + 12], "(define-tool");
+        assert_eq!(form, "(define-tool (wc (p string \"P\"))\n  \"Counts.\"\n  0)");
+        let (at, form) = definition(text, "two").unwrap();
+        assert!(text[at..].starts_with("(register-tool \"two\"") && form.ends_with("(lambda () 2))"));
+        assert_eq!(definition(text, "x"), None);
+    }
+}

@@ -187,6 +187,21 @@ fn check_reports_signatures_load_errors_missing_docs_and_strict_refusals() {
     let out = home.run(dir.path(), &["check", "names"], None);
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains("names/bad.scm:1:") && stdout(&out).contains("cannot be sent"), "{}", stdout(&out));
+    // So is a name that collides with another once mapped for providers (`.` is sent as `__`).
+    write(
+        dir.path(),
+        "collide/both.scm",
+        "(define-tool (srv.read (p string \"P\")) \"Reads.\" p)\n(define-tool (srv__read (p string \"P\")) \"Reads too.\" p)\n",
+    );
+    let out = home.run(dir.path(), &["check", "collide"], None);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.contains("collide/both.scm:1: (srv.read p)"), "{text}");
+    assert!(text.contains("error: collide/both.scm:2:") && text.contains("which \"srv.read\" already uses"), "{text}");
+
+    // With no paths, the folders the host loads.
+    let out = home.run(dir.path(), &["--tools", "collide", "check"], None);
+    assert!(stdout(&out).contains("collide/both.scm:1: (srv.read p)"), "{}", stdout(&out));
 }
 
 const ADD: &str =
