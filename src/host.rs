@@ -293,6 +293,12 @@ pub struct Host {
     sources: Vec<(String, Arc<str>)>,
 }
 
+/// The tools `reload` took out before loading their files again, and the names of those it left.
+struct Forgotten {
+    tools: Vec<(Arc<Primitive>, Origin)>,
+    kept: HashSet<String>,
+}
+
 /// Where a Scheme tool was defined: the file, the line of its `define-tool` or `register-tool`
 /// form when it can be told, and that form's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -613,9 +619,15 @@ impl Host {
     /// file changed is replaced, a tool no file defines any more is removed (its name then says so
     /// when called: steel cannot unbind a global), a file that fails is reported and its tools are
     /// unavailable, as at start-up. toolhost's shipped tools, Rust tools and tools defined by
-    /// evaluated input are left alone.
+    /// evaluated input or [`Host::load_source`] are left alone.
     pub fn reload(&mut self) -> ReloadReport {
-        let before = self.forget_file_tools(|_| true);
+        // Only the tools of files it loads again: a tool [`Host::load_source`] defined stays.
+        let dirs = self.tool_dirs.clone();
+        let files: Vec<String> = self.loaded_files.iter().map(|f| f.display().to_string()).collect();
+        let before = self.forget_file_tools(|origin| {
+            files.contains(&origin.file)
+                || Path::new(&origin.file).parent().is_some_and(|parent| dirs.iter().any(|d| d.as_path() == parent))
+        });
         self.load_errors.retain(|e| !is_reloadable_error(e));
         let errors_before = self.load_errors.len();
         for dir in self.tool_dirs.clone() {
@@ -651,7 +663,7 @@ impl Host {
     /// Unregisters the Scheme tools that files outside toolhost defined and `which` selects, and
     /// returns them as they were. Their names stay bound to the wrapper that finds a tool by name,
     /// so code that runs while files load again sees the tools being defined.
-    fn forget_file_tools(&mut self, which: impl Fn(&Origin) -> bool) -> Vec<(Arc<Primitive>, Origin)> {
+    fn forget_file_tools(&mut self, which: impl Fn(&Origin) -> bool) -> Forgotten {
         let names: Vec<String> =
             self.origins.iter().filter(|(_, o)| !o.ours && which(o)).map(|(n, _)| n.clone()).collect();
         let mut before = Vec::new();
@@ -665,21 +677,17 @@ impl Host {
             }
             self.bind_tool_name(&name);
         }
-        before
+        Forgotten { tools: before, kept: self.origins.keys().cloned().collect() }
     }
 
     /// Compares the tools files define now with `before`; binds each tool that is gone to a
     /// procedure that says so when `removals` (a reload; loading one file removes nothing).
-    fn report_changes(
-        &mut self,
-        before: Vec<(Arc<Primitive>, Origin)>,
-        errors: Vec<Error>,
-        removals: bool,
-    ) -> ReloadReport {
+    fn report_changes(&mut self, before: Forgotten, errors: Vec<Error>, removals: bool) -> ReloadReport {
         let mut report = ReloadReport { errors, ..ReloadReport::default() };
         let old: HashMap<String, (Arc<Primitive>, Origin)> =
-            before.into_iter().map(|(tool, origin)| (tool.name().to_string(), (tool, origin))).collect();
-        let mut now: Vec<(&String, &Origin)> = self.origins.iter().filter(|(_, o)| !o.ours).collect();
+            before.tools.into_iter().map(|(tool, origin)| (tool.name().to_string(), (tool, origin))).collect();
+        let mut now: Vec<(&String, &Origin)> =
+            self.origins.iter().filter(|(name, o)| !o.ours && !before.kept.contains(*name)).collect();
         now.sort_by_key(|(name, o)| (o.file.clone(), o.line, (*name).clone()));
         for (name, origin) in now {
             match old.get(name) {

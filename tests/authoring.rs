@@ -23,6 +23,7 @@ fn reload_replaces_changed_tools_drops_removed_ones_and_reports_a_broken_file_by
     let dir = workspace(&[("tools/greet.scm", GREET), ("tools/shout.scm", SHOUT)]);
     let tools = dir.path().join("tools");
     let mut host = HostBuilder::new(dir.path()).tool_dir(&tools).build().unwrap();
+    host.load_source("embedded", "(define-tool (twice (n integer \"N\")) \"Doubles.\" (* 2 n))").unwrap();
     assert_eq!(host.eval_to_string("(greet \"ann\")").unwrap(), "hello ann");
     assert_eq!(host.origin("greet").map(|o| o.line), Some(Some(1)));
 
@@ -34,6 +35,8 @@ fn reload_replaces_changed_tools_drops_removed_ones_and_reports_a_broken_file_by
     assert_eq!(report.added, ["count-a"]);
     assert_eq!(report.removed, ["shout"]);
     assert!(report.errors.is_empty(), "{report}");
+    // A tool the embedding program loaded from text is not a file's to reload.
+    assert_eq!(host.eval_to_string("(twice 4)").unwrap(), "8");
     assert_eq!(host.eval_to_string("(greet \"ann\")").unwrap(), "hi ann");
     assert_eq!(host.call_json("greet", r#"{"who": "bob"}"#).model_text(), "hi bob");
     assert!(host.tool("shout").is_none());
