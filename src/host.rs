@@ -887,12 +887,14 @@ impl Host {
             Err(e) => {
                 let raised = self.shared.raised(&e);
                 let kind = raised.as_ref().map_or(ErrorKind::ToolFailed, |raised| raised.kind());
-                // The tool's own error (not one a tool it called raised) says where in its file,
-                // briefly: the model may pass it on to the author.
-                match self.error_place(&e, None).filter(|_| raised.is_none()) {
+                // A failure of the tool's own code (a type mismatch, an unbound name: not a message
+                // it wrote with `error` or `tool-error`, nor an error a tool it called raised) says
+                // where in its file, briefly: the model may pass it on to the author.
+                let written = e.kind() == steel::rerrs::ErrorKind::Generic;
+                match self.error_place(&e, None).filter(|_| raised.is_none() && !written) {
                     Some((file, line)) => {
                         let message = format!("{}:{line}: {}", self.short_file_name(&file), steel_message(&e));
-                        Err(Error::new(kind, message).in_tool(name).at(file, Some(line)))
+                        Err(Error::new(kind, message).in_tool(name))
                     }
                     None => Err(Error::new(kind, steel_message(&e)).in_tool(name)),
                 }

@@ -90,7 +90,8 @@ fn load_adds_a_file_and_reload_loads_it_again() {
 fn an_error_inside_a_tool_names_its_file_and_line_in_eval_call_and_the_repl() {
     let dir = workspace(&[(
         "tools/add.scm",
-        "; Adds one.\n(define-tool (add-one (n integer \"A number\"))\n  \"Adds one.\"\n  (+ n \"one\"))\n",
+        "; Adds one.\n(define-tool (add-one (n integer \"A number\"))\n  \"Adds one.\"\n  (+ n \"one\"))\n\
+         (define-tool (refuse (who string \"Who\")) \"Refuses.\" (tool-error \"no such user: \" who))\n",
     )]);
     let home = Home::new();
     let out = home.run(dir.path(), &["--tools", "tools", "eval", "(add-one 1)"], None);
@@ -104,6 +105,10 @@ fn an_error_inside_a_tool_names_its_file_and_line_in_eval_call_and_the_repl() {
     // Short for the model: the file relative to the workspace, no absolute path.
     assert!(message.starts_with("add-one: tools/add.scm:4: "), "{message}");
     assert!(!message.contains(&dir.path().display().to_string()), "{message}");
+    // A message the tool wrote for the model stays as written.
+    let out = home.run(dir.path(), &["--tools", "tools", "call", "refuse", r#"{"who": "x"}"#], None);
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["error"]["message"], "refuse: no such user: x", "{answer}");
 
     let out = home.run(dir.path(), &["--tools", "tools", "repl"], Some("(add-one 2)\n:quit\n"));
     let text = stdout(&out);
