@@ -72,3 +72,45 @@
 ;; Quotes a string for `sh`, so it reaches a command as one word whatever it holds.
 (define (shell-quote text)
   (string-append "'" (string-replace text "'" "'\\''") "'"))
+
+;; Checks for tool tests. `toolhost test` runs `*_test.scm` files beside the tools and rewrites
+;; `(check-equal? ...)` to `(%check-equal? LINE ...)` so a failure names its line. Each check
+;; records its outcome (line, check, passed, expected, actual) and returns #t when it passed.
+(define %check-results '())
+
+(define (%check-record line check passed expected actual)
+  (set! %check-results (cons (list line check passed expected actual) %check-results))
+  passed)
+
+;; (check-equal? actual expected): passes when they are `equal?`.
+(define (check-equal? actual expected) (%check-equal? #f actual expected))
+(define (%check-equal? line actual expected)
+  (%check-record line "check-equal?" (equal? actual expected) expected actual))
+
+;; (check-error? thunk): passes when calling the thunk raises an error.
+(define (check-error? thunk) (%check-error? #f thunk))
+(define (%check-error? line thunk)
+  (let ([outcome (with-handler (lambda (e) (list '%raised e)) (list '%returned (thunk)))])
+    (%check-record line "check-error?" (equal? (car outcome) '%raised)
+                   (list '%describe "an error") (car (cdr outcome)))))
+
+;; (check-tool "name" json expected): calls the tool with JSON arguments (text, or a hash sent as
+;; JSON) through the path a model's call takes (tidy, conversion, guard), and passes when the
+;; result, as the model receives it, is `equal?` to expected.
+(define (check-tool name arguments expected) (%check-tool #f name arguments expected))
+(define (%check-tool line name arguments expected)
+  (let* ([text (if (string? arguments) arguments (value->jsexpr-string arguments))]
+         [step (%check-call name text)]
+         [outcome (if (equal? (car step) "run")
+                      (let ([real (list-ref step 1)])
+                        (with-handler (lambda (e) (%check-call-failed real e))
+                                      (%check-call-finish real (apply (hash-ref %toolhost-procs real)
+                                                                      (list-ref step 2)))))
+                      (list-ref step 1))])
+    (if (hash-ref outcome "ok")
+        (%check-record line "check-tool" (equal? (hash-ref outcome "result") expected)
+                       expected (hash-ref outcome "result"))
+        (let ([error (hash-ref outcome "error")])
+          (%check-record line "check-tool" #f expected
+                         (list '%describe (string-append "error (" (hash-ref error "kind") "): "
+                                                         (hash-ref error "message"))))))))

@@ -247,7 +247,7 @@ fn steps(
 /// A result longer than `cap` characters as a model would read it, cut to fit with a note saying
 /// so. (Tools that can stop at a whole line do so themselves and say how to go on; this is the
 /// last resort for the rest, Scheme tools' results among them.)
-fn cap_result(result: Value, cap: usize) -> Value {
+pub(crate) fn cap_result(result: Value, cap: usize) -> Value {
     let text = match &result {
         Value::String(s) if s.len() <= cap => return result,
         Value::String(s) => s.clone(),

@@ -49,6 +49,8 @@ procedures and :commands, listing the candidates when there are several.
   :help NAME         a tool's signature, description and parameters (:help alone: this list)
   :tools             every tool with its signature
   :call NAME JSON    call a tool with JSON arguments, exactly as a model's call runs
+  :reload            load the tool files again; says which tools were added, changed, removed
+  :load FILE         load one more tool file (and again on each :reload)
   :quit              leave (also Ctrl-D)
 
 Ctrl-C stops what runs (a Scheme loop, a shell-exec command and its processes) and gives the \
@@ -105,6 +107,12 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
     Replay(crate::agent::command::ReplayArgs),
     /// Serve every tool of the host as an MCP server over standard input and output.
     Mcp,
+    /// Load tool files in a fresh host and report each tool's signature and source, load errors
+    /// (exit 1) and warnings (missing descriptions, strict-mode refusals).
+    Check(crate::check::CheckArgs),
+    /// Run Scheme test files (*_test.scm beside the tools) in a copy of the workspace; ends with
+    /// `N passed, N failed`, exit 1 on any failure.
+    Test(crate::scheme_test::TestArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -141,6 +149,8 @@ pub fn main() -> i32 {
         Command::Agent(args) => return crate::agent::command::agent(&flags, args),
         Command::Replay(args) => return crate::agent::command::replay(&flags, args),
         Command::Mcp => return crate::mcp::serve(&flags),
+        Command::Check(args) => return crate::check::command(&flags, args),
+        Command::Test(args) => return crate::scheme_test::command(&flags, args),
         _ => {}
     }
     // The REPL on a terminal asks whether to trust a workspace instead of skipping its files.
@@ -211,6 +221,7 @@ pub fn main() -> i32 {
             0
         }
         Command::Trust | Command::Untrust | Command::Agent(_) | Command::Replay(_) | Command::Mcp => 0,
+        Command::Check(_) | Command::Test(_) => 0,
     }
 }
 

@@ -374,3 +374,82 @@ fn catch_panic<T>(f: impl FnOnce() -> steel::rvals::Result<T>) -> steel::rvals::
         Err(SteelErr::new(ErrorKind::Generic, format!("the interpreter failed ({what})")))
     })
 }
+
+/// Where a program defines the tool called `tool`: the byte offset of its `(register-tool "tool"`
+/// or `(define-tool (tool` form, and the text of the top-level form holding it (what `:reload`
+/// compares to tell a changed tool). `None` when the program names it in no such form (a name
+/// computed at run time).
+pub(crate) fn definition(source: &str, tool: &str) -> Option<(usize, String)> {
+    let mut depth = 0usize;
+    let mut top_start = 0usize;
+    let mut found: Option<usize> = None;
+    // The last tokens: an open paren at `open_at`, then `register-tool`; or `(define-tool (`.
+    let (mut open_at, mut register, mut define_tool) = (None::<usize>, None::<usize>, (0u8, 0usize));
+    for token in TokenStream::new(source, false, None) {
+        let Ok(token) = token else { continue };
+        let at = token.span.start as usize;
+        let name = match &token.ty {
+            TokenType::Identifier(name) => Some(name.resolve()),
+            _ => None,
+        };
+        if found.is_none() {
+            if let (Some(start), TokenType::StringLiteral(text)) = (register, &token.ty) {
+                if text.to_string() == tool {
+                    found = Some(start);
+                }
+            }
+            define_tool = match (define_tool, &token.ty, name) {
+                ((2, start), _, Some(n)) if n == tool => {
+                    found = Some(start);
+                    (0, 0)
+                }
+                ((1, start), TokenType::OpenParen(..), _) => (2, start),
+                (_, _, Some("define-tool")) if open_at.is_some() => (1, open_at.unwrap_or(at)),
+                _ => (0, 0),
+            };
+            register = match (open_at, name) {
+                (Some(start), Some("register-tool")) => Some(start),
+                _ => None,
+            };
+        }
+        open_at = None;
+        match token.ty {
+            TokenType::OpenParen(..) => {
+                if depth == 0 {
+                    top_start = at;
+                }
+                depth += 1;
+                open_at = Some(at);
+            }
+            TokenType::CloseParen(..) => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    if let Some(offset) = found {
+                        if offset >= top_start {
+                            let end = (token.span.end as usize).min(source.len());
+                            return Some((offset, source.get(top_start..end).unwrap_or("").to_string()));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    found.map(|offset| (offset, source.get(offset..).unwrap_or("").to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_s_definition_is_found_with_its_whole_form() {
+        let text = "(define x 1)\n(define-tool (wc (p string \"P\"))\n  \"Counts.\"\n  0)\n(register-tool \"two\" \"D\" '() (lambda () 2))";
+        let (at, form) = definition(text, "wc").unwrap();
+        assert_eq!(&text[at..at + 12], "(define-tool");
+        assert_eq!(form, "(define-tool (wc (p string \"P\"))\n  \"Counts.\"\n  0)");
+        let (at, form) = definition(text, "two").unwrap();
+        assert!(text[at..].starts_with("(register-tool \"two\"") && form.ends_with("(lambda () 2))"));
+        assert_eq!(definition(text, "x"), None);
+    }
+}

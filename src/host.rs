@@ -7,7 +7,7 @@
 //! The engine is not `Send` (steel uses `Rc`), so a `Host` lives on one thread; a [`HostBuilder`]
 //! is `Send`, so a host can be built on the thread that will own it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Once};
 use std::time::Duration;
@@ -250,12 +250,24 @@ impl HostBuilder {
         };
         let shared = Arc::new(Shared::new(registry.clone(), ctx, guard, scheme_names));
         bridge::install(&mut engine, &shared);
+        crate::scheme_test::install(&mut engine, &shared);
         for tool in registry.iter() {
             shared.check_free(tool.name())?;
             bridge::bind_rust_tool(&mut engine, &shared, tool.clone());
         }
         let watchdog = Watchdog::new(engine.get_thread_state_controller());
-        let mut host = Host { engine, shared, watchdog, load_errors, trusted_scripts: self.trusted_scripts, mcp };
+        let mut host = Host {
+            engine,
+            shared,
+            watchdog,
+            load_errors,
+            trusted_scripts: self.trusted_scripts,
+            tool_dirs: Vec::new(),
+            loaded_files: Vec::new(),
+            origins: HashMap::new(),
+            sources: Vec::new(),
+            mcp,
+        };
         host.load_text("prelude.scm", PRELUDE, true)?;
         if self.shipped_tools && self.builtin_tools {
             for (name, text) in SHIPPED_TOOLS {
@@ -269,9 +281,10 @@ impl HostBuilder {
             dirs.push(host.shared.ctx.workspace.root().join(PROJECT_TOOLS_DIR));
         }
         dirs.extend(self.tool_dirs);
-        for dir in dirs {
-            host.load_dir(&dir);
+        for dir in &dirs {
+            host.load_dir(dir);
         }
+        host.tool_dirs = dirs;
         Ok(host)
     }
 }
@@ -285,6 +298,82 @@ pub struct Host {
     trusted_scripts: bool,
     /// The MCP servers whose tools are registered; dropped after the registry that calls them.
     mcp: Option<McpClients>,
+    /// The tool folders loaded at start-up, in order: [`Host::reload`] loads them again.
+    tool_dirs: Vec<PathBuf>,
+    /// Tool files loaded one by one after start-up ([`Host::load_tool_file`]): reloaded too.
+    loaded_files: Vec<PathBuf>,
+    /// Where each Scheme tool defined by a loaded file was defined.
+    origins: HashMap<String, Origin>,
+    /// The text of every file loaded, by the name errors give it, so the span of an error raised
+    /// inside a tool (which steel keeps with the text, not the file name) maps to a file and line.
+    sources: Vec<(String, Arc<str>)>,
+}
+
+/// The tools `reload` took out before loading their files again, and the names of those it left.
+struct Forgotten {
+    tools: Vec<(Arc<Primitive>, Origin)>,
+    kept: HashSet<String>,
+}
+
+/// Where a Scheme tool was defined: the file, the line of its `define-tool` or `register-tool`
+/// form when it can be told, and that form's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The file, as it was named when loaded.
+    pub file: String,
+    /// The 1-based line of the form that defines the tool, when it can be told.
+    pub line: Option<usize>,
+    /// The text of that top-level form (the whole rest of the file when it cannot be told).
+    form: String,
+    /// toolhost's own file (a shipped tool), which `reload` leaves alone.
+    ours: bool,
+}
+
+impl Origin {
+    /// Whether the tool is one of toolhost's own (a shipped tool), not an author's.
+    pub fn is_ours(&self) -> bool {
+        self.ours
+    }
+}
+
+/// What [`Host::reload`] or [`Host::load_tool_file`] changed, by tool name, and the files that
+/// failed. A tool is `changed` when its signature, its description or the text of the form that
+/// defines it changed (not when only a helper it calls did).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReloadReport {
+    /// Tools that were not there before.
+    pub added: Vec<String>,
+    /// Tools whose definition changed.
+    pub changed: Vec<String>,
+    /// Tools no file defines any more.
+    pub removed: Vec<String>,
+    /// How many tools were loaded again unchanged.
+    pub unchanged: usize,
+    /// The files that failed to load, each naming its file and line.
+    pub errors: Vec<Error>,
+}
+
+impl std::fmt::Display for ReloadReport {
+    /// `added: a, b; changed: c; removed: d` (or `no tool changed`), then one line per load error.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        for (label, names) in [("added", &self.added), ("changed", &self.changed), ("removed", &self.removed)] {
+            if !names.is_empty() {
+                parts.push(format!("{label}: {}", names.join(", ")));
+            }
+        }
+        if parts.is_empty() {
+            parts.push("no tool changed".to_string());
+        }
+        if self.unchanged > 0 {
+            parts.push(format!("{} unchanged", self.unchanged));
+        }
+        write!(f, "{}", parts.join("; "))?;
+        for error in &self.errors {
+            write!(f, "\nerror: {error}")?;
+        }
+        Ok(())
+    }
 }
 
 impl Host {
@@ -484,15 +573,10 @@ impl Host {
     }
 
     /// Loads every `.scm` file of `dir`, in name order, recording failures in
-    /// [`Host::load_errors`]. A missing folder is not an error.
+    /// [`Host::load_errors`]. A missing folder is not an error. Test files (`*_test.scm`, which
+    /// `toolhost test` runs) are not tool files and are left out.
     pub fn load_dir(&mut self, dir: &Path) {
-        let Ok(entries) = std::fs::read_dir(dir) else { return };
-        let mut files: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "scm") && p.is_file())
-            .collect();
-        files.sort();
-        for file in files {
+        for file in tool_files(dir) {
             if let Err(e) = self.load_file(&file) {
                 self.load_errors.push(e);
             }
@@ -520,12 +604,140 @@ impl Host {
 
     fn load_text(&mut self, name: &str, text: &str, ours: bool) -> Result<()> {
         let limit = self.shared.ctx.limits.scheme_call;
+        let before: HashSet<String> = self.registry().iter().map(|t| t.name().to_string()).collect();
+        self.sources.retain(|(file, _)| file != name);
+        self.sources.push((name.to_string(), Arc::from(text)));
         let result = self.run_source(text, name, Some(limit), ours);
         self.bind_pending();
+        for tool in self.registry().iter().filter(|t| !before.contains(t.name())) {
+            let (line, form) = match engine::definition(text, tool.name()) {
+                Some((offset, form)) => (line_of(text, offset), form),
+                None => (None, text.to_string()),
+            };
+            let origin = Origin { file: name.to_string(), line, form, ours };
+            self.origins.insert(tool.name().to_string(), origin);
+        }
         if let Err(e) = &result {
             self.leave_unavailable(text, e);
         }
         result.map(|_| ())
+    }
+
+    /// Where the Scheme tool called `name` was defined, when a file defined it (not for Rust tools
+    /// nor tools defined by evaluated input).
+    pub fn origin(&self, name: &str) -> Option<&Origin> {
+        self.origins.get(name)
+    }
+
+    /// The text of `line` (1-based) of a file this host loaded, by the name errors give it: what
+    /// the REPL shows under an error that points there.
+    pub fn source_line(&self, file: &str, line: usize) -> Option<String> {
+        let (_, text) = self.sources.iter().rev().find(|(name, _)| name == file)?;
+        text.lines().nth(line.checked_sub(1)?).map(str::to_string)
+    }
+
+    /// Loads the tool folders and files again, as a fresh start would find them now: a tool whose
+    /// file changed is replaced, a tool no file defines any more is removed (its name then says so
+    /// when called: steel cannot unbind a global), a file that fails is reported and its tools are
+    /// unavailable, as at start-up. toolhost's shipped tools, Rust tools and tools defined by
+    /// evaluated input or [`Host::load_source`] are left alone.
+    pub fn reload(&mut self) -> ReloadReport {
+        // Only the tools of files it loads again: a tool [`Host::load_source`] defined stays.
+        let dirs = self.tool_dirs.clone();
+        let files: Vec<String> = self.loaded_files.iter().map(|f| f.display().to_string()).collect();
+        let before = self.forget_file_tools(|origin| {
+            files.contains(&origin.file)
+                || Path::new(&origin.file).parent().is_some_and(|parent| dirs.iter().any(|d| d.as_path() == parent))
+        });
+        self.load_errors.retain(|e| !is_reloadable_error(e));
+        let errors_before = self.load_errors.len();
+        for dir in self.tool_dirs.clone() {
+            self.load_dir(&dir);
+        }
+        for file in self.loaded_files.clone() {
+            if let Err(e) = self.load_file(&file) {
+                self.load_errors.push(e);
+            }
+        }
+        let errors = self.load_errors[errors_before..].to_vec();
+        self.report_changes(before, errors, true)
+    }
+
+    /// Loads one more tool file, and loads it again on every [`Host::reload`]. Tools the same file
+    /// defined before are replaced.
+    pub fn load_tool_file(&mut self, path: &Path) -> ReloadReport {
+        let name = path.display().to_string();
+        if !self.loaded_files.iter().any(|f| f == path) {
+            self.loaded_files.push(path.to_path_buf());
+        }
+        let before = self.forget_file_tools(|origin| origin.file == name);
+        let errors = match self.load_file(path) {
+            Ok(()) => Vec::new(),
+            Err(e) => {
+                self.load_errors.push(e.clone());
+                vec![e]
+            }
+        };
+        self.report_changes(before, errors, false)
+    }
+
+    /// Unregisters the Scheme tools that files outside toolhost defined and `which` selects, and
+    /// returns them as they were. Their names stay bound to the wrapper that finds a tool by name,
+    /// so code that runs while files load again sees the tools being defined.
+    fn forget_file_tools(&mut self, which: impl Fn(&Origin) -> bool) -> Forgotten {
+        let names: Vec<String> =
+            self.origins.iter().filter(|(_, o)| !o.ours && which(o)).map(|(n, _)| n.clone()).collect();
+        let mut before = Vec::new();
+        for name in names {
+            let Some(origin) = self.origins.remove(&name) else { continue };
+            if let Some(tool) = self.shared.tool(&name) {
+                if let Ok(mut registry) = self.shared.registry.write() {
+                    registry.unregister(&name);
+                }
+                before.push((tool, origin));
+            }
+            self.bind_tool_name(&name);
+        }
+        Forgotten { tools: before, kept: self.origins.keys().cloned().collect() }
+    }
+
+    /// Compares the tools files define now with `before`; binds each tool that is gone to a
+    /// procedure that says so when `removals` (a reload; loading one file removes nothing).
+    fn report_changes(&mut self, before: Forgotten, errors: Vec<Error>, removals: bool) -> ReloadReport {
+        let mut report = ReloadReport { errors, ..ReloadReport::default() };
+        let old: HashMap<String, (Arc<Primitive>, Origin)> =
+            before.tools.into_iter().map(|(tool, origin)| (tool.name().to_string(), (tool, origin))).collect();
+        let mut now: Vec<(&String, &Origin)> =
+            self.origins.iter().filter(|(name, o)| !o.ours && !before.kept.contains(*name)).collect();
+        now.sort_by_key(|(name, o)| (o.file.clone(), o.line, (*name).clone()));
+        for (name, origin) in now {
+            match old.get(name) {
+                None => report.added.push(name.clone()),
+                Some((tool, was)) => {
+                    let same = self.shared.tool(name).is_some_and(|t| t.spec == tool.spec) && was.form == origin.form;
+                    if same {
+                        report.unchanged += 1;
+                    } else {
+                        report.changed.push(name.clone());
+                    }
+                }
+            }
+        }
+        let mut gone: Vec<String> = old.keys().filter(|n| !self.origins.contains_key(*n)).cloned().collect();
+        gone.sort();
+        for name in &gone {
+            // A tool of a file that failed is bound by `leave_unavailable`, which says why.
+            let failed = report.errors.iter().any(|e| e.file() == old.get(name).map(|(_, o)| o.file.as_str()));
+            if removals && !failed && self.shared.tool(name).is_none() {
+                let message = format!("{name} was removed: no tool file defines it since the last :reload");
+                let function = move |_: &[SteelVal]| -> steel::rvals::Result<SteelVal> {
+                    Err(steel::rerrs::SteelErr::new(steel::rerrs::ErrorKind::Generic, message.clone()))
+                };
+                self.engine.register_value(name, SteelVal::anonymous_boxed_function(Arc::new(function)));
+            }
+        }
+        report.removed = gone;
+        report
     }
 
     /// After a tool file failed, binds each tool it meant to define but did not to a procedure
@@ -581,10 +793,13 @@ impl Host {
                 return failure(ErrorKind::Script, None, INTERRUPTED.to_string());
             }
             let raised = self.shared.raised(&e);
-            let line = self.error_line(&e, source).or_else(|| {
-                // An error raised by a tool (register-tool's checks among them) has no span in the
-                // source: point at the first mention of the tool it names.
-                let tool = raised.as_ref()?.tool()?;
+            if let Some((file, line)) = self.error_place(&e, Some((name, source))) {
+                return Error::new(ErrorKind::Script, steel_message(&e)).at(file, Some(line));
+            }
+            // An error raised by a tool (register-tool's checks among them) has no span in the
+            // source: point at the first mention of the tool it names.
+            let line = raised.as_ref().and_then(|raised| {
+                let tool = raised.tool()?;
                 let at = source.find(&format!("\"{tool}\"")).or_else(|| source.find(&format!("({tool}")))?;
                 line_of(source, at)
             });
@@ -592,22 +807,40 @@ impl Host {
         })
     }
 
-    /// The line of `source` an error points at: its own span, or else the innermost call in its
-    /// stack trace that lies in `source`. A span counts only when steel stored this very text under
-    /// its source id.
-    fn error_line(&self, e: &steel::rerrs::SteelErr, source: &str) -> Option<usize> {
-        let in_source = |span: &steel::parser::span::Span| {
+    /// The file and line an error points at: its own span, or else the innermost call in its stack
+    /// trace, that lies in the program that ran (`running`: its name and text) or in a file this
+    /// host loaded (an error inside a tool points into the tool's file). A span counts only when
+    /// steel stored that very text under its source id. The prelude is passed over: a line of
+    /// `tool-error` tells the author nothing, the line that called it does.
+    fn error_place(&self, e: &steel::rerrs::SteelErr, running: Option<(&str, &str)>) -> Option<(String, usize)> {
+        let place = |span: &steel::parser::span::Span| -> Option<(String, usize)> {
             let id = span.source_id()?;
             let stored = self.engine.get_source(&id)?;
-            if stored.as_ref().as_ref() == source {
-                line_of(source, span.start() as usize)
-            } else {
-                None
+            let stored: &str = stored.as_ref().as_ref();
+            let file = match running {
+                Some((name, source)) if source == stored => name.to_string(),
+                _ => self.sources.iter().rev().find(|(_, text)| text.as_ref() == stored)?.0.clone(),
+            };
+            if file == "prelude.scm" {
+                return None;
             }
+            Some((file, line_of(stored, span.start() as usize)?))
         };
-        e.span().and_then(|span| in_source(&span)).or_else(|| {
-            e.stack_trace().as_ref()?.trace().iter().rev().find_map(|frame| frame.span().as_ref().and_then(in_source))
+        e.span().and_then(|span| place(&span)).or_else(|| {
+            e.stack_trace().as_ref()?.trace().iter().rev().find_map(|frame| frame.span().as_ref().and_then(place))
         })
+    }
+
+    /// The name a model is shown for a tool file: relative to the workspace when inside it, else
+    /// the file name alone (short, and no home folder layout in a model's context).
+    fn short_file_name(&self, file: &str) -> String {
+        let path = Path::new(file);
+        let root = self.shared.ctx.workspace.root();
+        let absolute = std::fs::canonicalize(path).ok();
+        match absolute.as_deref().and_then(|p| p.strip_prefix(root).ok()) {
+            Some(inside) => inside.display().to_string(),
+            None => path.file_name().map_or_else(|| file.to_string(), |n| n.to_string_lossy().into_owned()),
+        }
     }
 
     /// Binds the names of tools a program is about to register with `register-tool`, so the
@@ -673,11 +906,45 @@ impl Host {
                 Err(Error::tool_failed(format!("{name}: {INTERRUPTED}")).with_tool(name))
             }
             Err(e) => {
-                let kind = self.shared.raised(&e).map_or(ErrorKind::ToolFailed, |raised| raised.kind());
-                Err(Error::new(kind, steel_message(&e)).in_tool(name))
+                let raised = self.shared.raised(&e);
+                let kind = raised.as_ref().map_or(ErrorKind::ToolFailed, |raised| raised.kind());
+                // A failure of the tool's own code (a type mismatch, an unbound name: not a message
+                // it wrote with `error` or `tool-error`, nor an error a tool it called raised) says
+                // where in its file, briefly: the model may pass it on to the author.
+                let written = e.kind() == steel::rerrs::ErrorKind::Generic;
+                match self.error_place(&e, None).filter(|_| raised.is_none() && !written) {
+                    Some((file, line)) => {
+                        let message = format!("{}:{line}: {}", self.short_file_name(&file), steel_message(&e));
+                        Err(Error::new(kind, message).in_tool(name))
+                    }
+                    None => Err(Error::new(kind, steel_message(&e)).in_tool(name)),
+                }
             }
         }
     }
+}
+
+/// The tool files of `dir`: its `.scm` files in name order, test files (`*_test.scm`) left out.
+/// A missing folder has none.
+pub fn tool_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "scm") && p.is_file() && !is_test_file(p))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Whether `path` is a Scheme test file (`*_test.scm`), which `toolhost test` runs and tool
+/// folders do not load.
+pub fn is_test_file(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with("_test.scm"))
+}
+
+/// Whether a load error is one `reload` makes again: an error of a file outside toolhost's own.
+fn is_reloadable_error(e: &Error) -> bool {
+    e.file().is_some_and(|f| f != "prelude.scm" && !SHIPPED_TOOLS.iter().any(|(name, _)| *name == f))
 }
 
 /// Starts the MCP servers and registers their tools. What fails (a server that does not start, a

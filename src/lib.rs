@@ -69,12 +69,14 @@
 //! | [`handle`] | the host on its own thread, reached through a `Send + Sync` handle |
 //! | [`agent`] | the agent loop: the model client, the loop, the session log and replay |
 //! | [`mcp`] | MCP both ways: `[[mcp]]` servers' tools as primitives, and `toolhost mcp` |
+//! | [`check`], [`scheme_test`] | the tool author's `toolhost check` and `toolhost test` |
 //! | [`repl`], [`cli`] | the REPL and the command line |
 
 pub mod agent;
 pub mod args;
 mod bridge;
 pub mod call;
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod context;
@@ -89,6 +91,7 @@ pub mod pformat;
 pub mod registry;
 pub mod repl;
 pub mod schema;
+pub mod scheme_test;
 pub mod setup;
 pub mod spec;
 pub mod strict;
@@ -105,7 +108,7 @@ pub use context::{Limits, ToolCtx};
 pub use error::{Error, ErrorKind, Result};
 pub use guard::{Decision, Guard};
 pub use handle::HostHandle;
-pub use host::{Host, HostBuilder, Interrupter};
+pub use host::{Host, HostBuilder, Interrupter, Origin, ReloadReport};
 pub use param::{Param, ParamType, Signature, Skipped};
 pub use registry::{Handler, Primitive, Registry};
 pub use spec::{Annotations, SpecSet, ToolSpec};

@@ -1,5 +1,5 @@
 //! The REPL: Scheme input read until its parentheses balance, tool-name completion, history, and
-//! commands (`:tools`, `:help NAME`, `:call NAME JSON`). [`respond`] holds everything it does with a
+//! commands (`:tools`, `:help NAME`, `:call NAME JSON`, `:reload`, `:load FILE`). [`respond`] holds everything it does with a
 //! complete input, so scripts and tests drive it without a terminal.
 
 use std::borrow::Cow;
@@ -23,6 +23,8 @@ Input continues on the next line until its parentheses balance.
   :tools             list the tools
   :help NAME         a tool's signature, description and parameters
   :call NAME JSON    call a tool with JSON arguments, exactly as a model's call runs
+  :reload            load the tool files again; says which tools were added, changed, removed
+  :load FILE         load one more tool file (and again on each :reload)
   :quit              leave (also Ctrl-D)";
 
 /// Whether `input` is a complete Scheme input: every `(`/`[` closed, outside strings, character
@@ -96,20 +98,38 @@ pub fn respond(host: &mut Host, input: &str) -> Option<String> {
                 out.push_str(&outcome.model_text());
                 Some(out)
             }
+            "reload" | "r" => Some(host.reload().to_string()),
+            "load" if rest.is_empty() => Some("usage: :load FILE, e.g. :load tools/word-count.scm".to_string()),
+            "load" => Some(load_command(host, rest)),
             _ => Some(format!("unknown command :{word}\n{HELP}")),
         };
     }
     let answer = match host.eval_printed(input) {
         Ok(text) => text,
-        Err(e) => match e.line() {
+        Err(e) => match (e.file(), e.line()) {
+            // An error inside a tool file: where, and the line itself.
+            (Some(file), Some(line)) if file != "<eval>" => {
+                let shown = host.source_line(file, line).map(|text| format!("\n  {line} | {}", text.trim_end()));
+                format!("error: {file}:{line}: {}{}", e.message(), shown.unwrap_or_default())
+            }
             // Where, when the input had more than one line to be wrong in.
-            Some(line) if input.trim_end().contains('\n') => format!("error (line {line}): {}", e.message()),
+            (_, Some(line)) if input.trim_end().contains('\n') => format!("error (line {line}): {}", e.message()),
             _ => format!("error: {}", e.message()),
         },
     };
     // Output a script displayed without a newline stays on its own line.
     crate::engine::end_display_line();
     Some(answer)
+}
+
+/// `:load FILE`: a path relative to the current folder, or else to the workspace.
+fn load_command(host: &mut Host, file: &str) -> String {
+    let given = PathBuf::from(file);
+    let path = if given.exists() { given } else { host.workspace().root().join(file) };
+    if !path.is_file() {
+        return format!("error: there is no file {file}");
+    }
+    host.load_tool_file(&path).to_string()
 }
 
 fn tools_listing(host: &Host) -> String {
@@ -192,7 +212,7 @@ impl Helper for ReplHelper {}
 fn completion_words(host: &Host) -> Vec<String> {
     let mut words: Vec<String> = host.specs().iter().map(|t| t.name().to_string()).collect();
     words.extend(host.scheme_names().into_iter().filter(|n| !n.starts_with('%') && !n.starts_with('#')));
-    words.extend([":tools", ":help", ":call", ":quit"].map(String::from));
+    words.extend([":tools", ":help", ":call", ":reload", ":load", ":quit"].map(String::from));
     words.sort();
     words.dedup();
     words
