@@ -3,7 +3,7 @@
 //! builtin runs past any interrupt. So `toolhost call` runs the host in a child `toolhost worker`
 //! and speaks [`Request`]/[`Reply`] to it as JSON lines over a socket pair (descriptor 3 in the
 //! child; never its standard output). The child runs under `setrlimit` limits on its address space
-//! and its CPU time; each request has one deadline covering everything it does, nested tools
+//! and (per request, as a backstop) its CPU time; each request has one deadline covering everything it does, nested tools
 //! included. When the worker dies the request ends with `crashed`; when it overruns its deadline
 //! plus a short grace it is killed and the request ends with `timeout`. Either way the next request
 //! starts a fresh worker (tools loaded again) and works.
@@ -23,6 +23,10 @@ use crate::call::{CallRecord, CallRequest};
 use crate::error::{Error, ErrorKind, Result};
 use crate::handle::{answer, Reply, Request};
 use crate::host::HostBuilder;
+
+/// How long a worker that overran is given to stop what it runs after an interrupt, before it is
+/// killed.
+const INTERRUPT_GRACE: Duration = Duration::from_millis(500);
 
 /// The descriptor the worker reads requests from and writes replies to.
 pub const WORKER_FD: i32 = 3;
@@ -262,7 +266,37 @@ impl WorkerHandle {
     }
 }
 
+/// The CPU seconds `pid` has used so far (user and system), from /proc; `None` when unreadable.
+fn cpu_seconds(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; the fields after its closing parenthesis are
+    // state (3), ... utime (14), stime (15).
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf only reads a constant.
+    let per_second = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok().filter(|&t| t > 0)?;
+    Some(ticks / per_second)
+}
+
+/// Bounds the CPU time the worker may use for the next request (`RLIMIT_CPU`, set from here with
+/// prlimit): what it used so far plus the request's limit for each core, and some slack. A backstop
+/// behind the wall-clock deadline, which is what normally ends a call: the kernel stops a worker
+/// that burns CPU past it (SIGXCPU) even if this process could not.
+fn bound_cpu(pid: u32, limit: Duration) {
+    let Some(used) = cpu_seconds(pid) else { return };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    let soft = used + limit.as_secs().saturating_add(1).saturating_mul(cores) + 5;
+    // Only the soft limit moves (SIGXCPU ends the worker there): lowering the hard limit could not
+    // be undone for the next request without privileges.
+    let bound = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: libc::RLIM_INFINITY };
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        // SAFETY: prlimit on our own child with a valid rlimit; the old value is not asked for.
+        unsafe { libc::prlimit(pid, libc::RLIMIT_CPU, &bound, std::ptr::null_mut()) };
+    }
+}
+
 fn exchange(live: &mut Live, request: &Request, limit: Duration) -> Result<Reply> {
+    bound_cpu(live.child.id(), limit);
     let mut line = serde_json::to_string(request).map_err(|e| crashed(format!("cannot send the request: {e}")))?;
     line.push('\n');
     live.to_worker
@@ -273,6 +307,13 @@ fn exchange(live: &mut Live, request: &Request, limit: Duration) -> Result<Reply
         Ok(Some(reply)) => Ok(reply),
         Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => Err(crashed(died(&mut live.child))),
         Err(mpsc::RecvTimeoutError::Timeout) => {
+            // An interrupt first, so a running shell-exec kills its command's process group
+            // (which SIGKILL of the worker alone would leave running); then the kill.
+            if let Ok(pid) = libc::pid_t::try_from(live.child.id()) {
+                // SAFETY: a signal to our own child, which has not been waited for yet.
+                unsafe { libc::kill(pid, libc::SIGINT) };
+                let _ = live.replies.recv_timeout(INTERRUPT_GRACE);
+            }
             let _ = live.child.kill();
             Err(Error::new(
                 ErrorKind::Timeout,

@@ -20,6 +20,7 @@ const TOOLS: &str = r#"
   (vector-length (make-vector 100000000000 0)))
 (define-tool (spin) "Loops forever." (let loop () (loop)))
 (define-tool (echo (x string "X")) "Gives x back." x)
+(define-tool (nap) "Runs a long command from Scheme." (shell-exec "sleep 41.25"))
 "#;
 
 /// A worker on a workspace of `dir`, loading the test tools from `tools`, with a 2 s deadline and
@@ -63,7 +64,7 @@ fn crashes_and_hangs_end_the_call_and_the_next_call_works() {
     write(tools.path(), "t.scm", TOOLS);
     let home = tempfile::tempdir().unwrap();
     let mut worker = worker(dir.path(), tools.path(), home.path());
-    for (tool, expected) in [("deep", "crashed"), ("huge", "crashed"), ("spin", "timeout")] {
+    for (tool, expected) in [("deep", "crashed"), ("huge", "crashed"), ("spin", "timeout"), ("nap", "timeout")] {
         let first = worker.worker_pid();
         let started = Instant::now();
         let record = worker.call(tool, "{}");
@@ -75,6 +76,8 @@ fn crashes_and_hangs_end_the_call_and_the_next_call_works() {
         assert_eq!(next.result.as_ref().ok(), Some(&Value::String("alive".into())), "after {tool}");
         assert_ne!(worker.worker_pid(), first, "{tool}: a fresh worker took over");
     }
+    // The nested shell-exec's command did not outlive its call.
+    eventually("the nested command to be gone", || processes_with_arg("41.25").is_empty());
 }
 
 #[test]
