@@ -430,6 +430,12 @@ fn isolated_call(
     for problem in worker.load_errors() {
         eprintln!("toolhost: warning: {problem}");
     }
+    // Ctrl-C stops the call in the worker (a shell-exec command and its processes too), as it
+    // stops one in process.
+    let interrupter = worker.interrupter();
+    if let Err(e) = ctrlc::set_handler(move || interrupter.interrupt()) {
+        eprintln!("toolhost: Ctrl-C will not interrupt the call: {e}");
+    }
     let Some(arguments) = call_arguments(json) else { return 1 };
     let outcome = worker.call(tool, &arguments);
     answer(&outcome, record, answer_out)
