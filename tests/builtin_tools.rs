@@ -529,3 +529,13 @@ fn fs_read_notes_bytes_that_are_not_utf8() {
     let (_, message) = err_of(&host.call("fs-edit", json!({"path": "latin1.txt", "old": "ok", "new": "k"})));
     assert!(message.contains("is not UTF-8 text"), "{message}");
 }
+
+#[test]
+fn shell_exec_notes_output_that_is_not_utf8() {
+    let dir = workspace(&[]);
+    let mut host = host(&dir);
+    let text = ok_text(&host.call("shell-exec", json!({"cmd": "printf 'caf\\351\\n'"})));
+    assert!(text.contains("caf\u{fffd}") && text.contains("[stdout held bytes that are not UTF-8"), "{text}");
+    let clean = ok_text(&host.call("shell-exec", json!({"cmd": "echo café"})));
+    assert!(!clean.contains("not UTF-8"), "{clean}");
+}
