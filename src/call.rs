@@ -179,8 +179,18 @@ pub(crate) fn run(shared: &Shared, request: &CallRequest, runner: &mut Runner<'_
     let parsed = if text.is_empty() { Ok(Value::Object(Default::default())) } else { serde_json::from_str(text) };
     let mut record = match parsed {
         Ok(arguments) => {
+            let repeated = repeated_key(text, &arguments);
             let mut record = CallRecord::new(tool, arguments.clone());
-            record.result = steps(shared, tool, arguments, request.options, &mut record, runner);
+            record.result = match repeated {
+                Some(key) => Err(Error::new(
+                    ErrorKind::BadArguments,
+                    format!(
+                        "{tool}: the key {key:?} is given more than once in the arguments; send each parameter once"
+                    ),
+                )
+                .with_tool(tool)),
+                None => steps(shared, tool, arguments, request.options, &mut record, runner),
+            };
             record
         }
         Err(e) => {
@@ -195,6 +205,48 @@ pub(crate) fn run(shared: &Shared, request: &CallRequest, runner: &mut Runner<'_
     };
     record.elapsed = started.elapsed();
     record
+}
+
+/// The first key given twice in the top-level object of the arguments `text` (parsed as
+/// `parsed`), or of the object a JSON string there holds (tidying unwraps it). A JSON parser keeps
+/// the last of two equal keys; which one the model meant is unknown, so such a call is refused.
+fn repeated_key(text: &str, parsed: &Value) -> Option<String> {
+    use serde::Deserializer as _;
+    let mut de = serde_json::Deserializer::from_str(text);
+    if let Ok(Some(key)) = de.deserialize_map(RepeatedKey) {
+        return Some(key);
+    }
+    match parsed {
+        Value::String(inner) => {
+            let mut de = serde_json::Deserializer::from_str(inner);
+            de.deserialize_map(RepeatedKey).ok().flatten()
+        }
+        _ => None,
+    }
+}
+
+/// Reads a JSON object's keys (not keeping its values) and yields the first that repeats.
+struct RepeatedKey;
+
+impl<'de> serde::de::Visitor<'de> for RepeatedKey {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        let mut repeated = None;
+        // Read to the end even after a repeat: serde_json checks the object is closed.
+        while let Some(key) = map.next_key::<String>()? {
+            map.next_value::<serde::de::IgnoredAny>()?;
+            if repeated.is_none() && !seen.insert(key.clone()) {
+                repeated = Some(key);
+            }
+        }
+        Ok(repeated)
+    }
 }
 
 fn steps(

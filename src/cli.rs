@@ -17,6 +17,7 @@ use crate::pformat;
 use crate::schema::{self, Format};
 use crate::setup::{Flags, Setup};
 use crate::trust;
+use crate::worker::{WorkerHandle, WorkerSpec};
 
 #[derive(Parser, Debug)]
 #[command(name = "toolhost", version, about = "An embedded Scheme tool host for LLM agents")]
@@ -33,6 +34,9 @@ struct Cli {
     /// Answer yes to every confirmation the guard asks for.
     #[arg(long, global = true)]
     yes: bool,
+    /// Run `call`'s tool in this process instead of a worker process (see `[limits] isolate`).
+    #[arg(long, global = true)]
+    no_isolate: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -101,6 +105,9 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
     Trust,
     /// Forget the workspace's trust.
     Untrust,
+    /// The worker process `call` runs the host in: answers requests on descriptor 3.
+    #[command(hide = true)]
+    Worker,
     /// Run the agent loop on TASK with the configured model; print its final answer.
     Agent(crate::agent::command::AgentArgs),
     /// Run a session log's calls again without a model; exit 1 if any result differs.
@@ -134,6 +141,38 @@ enum CatalogueFormat {
     Pformat,
 }
 
+/// Prints a line on standard output. A reader that went away (`toolhost call ... | head`) is not
+/// an error worth a panic, as `println!` would make it: the line is dropped quietly.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, $($arg)*).and_then(|()| stdout.flush());
+    }};
+}
+
+/// Keeps standard output for the answer alone: the real standard output is moved to a private
+/// descriptor, returned, and descriptor 1 is pointed at standard error. Whatever else writes to
+/// descriptor 1 from then on (a script through steel's `stdout` port, steel's own diagnostics)
+/// lands on standard error and cannot forge or garble the answer. `None` if the descriptors could
+/// not be moved (the answer then goes to standard output as it is).
+fn private_stdout() -> Option<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    let _ = std::io::stdout().lock().flush();
+    // SAFETY: plain descriptor calls on descriptors this process owns; the duplicate is new and
+    // owned by the returned File alone.
+    unsafe {
+        let answer = libc::fcntl(libc::STDOUT_FILENO, libc::F_DUPFD_CLOEXEC, 3);
+        if answer < 0 {
+            return None;
+        }
+        if libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) < 0 {
+            libc::close(answer);
+            return None;
+        }
+        Some(std::fs::File::from_raw_fd(answer))
+    }
+}
+
 /// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
     let cli = Cli::parse();
@@ -142,6 +181,7 @@ pub fn main() -> i32 {
         config: cli.config.clone(),
         tool_dirs: cli.tool_dirs.clone(),
         yes: cli.yes,
+        no_isolate: cli.no_isolate,
     };
     match &cli.command {
         Command::Trust => return trust_workspace(&flags),
@@ -153,6 +193,14 @@ pub fn main() -> i32 {
         Command::Test(args) => return crate::scheme_test::command(&flags, args),
         _ => {}
     }
+    if matches!(cli.command, Command::Worker) {
+        return match Setup::discover(&flags, None).and_then(|setup| setup.builder(&flags, terminal_confirmer())) {
+            Ok(builder) => crate::worker::serve(builder),
+            Err(e) => settings_error(&e),
+        };
+    }
+    // `call` answers on standard output and nothing else may: see `private_stdout`.
+    let answer_out = if matches!(cli.command, Command::Call { .. }) { private_stdout() } else { None };
     // The REPL on a terminal asks whether to trust a workspace instead of skipping its files.
     let interactive = matches!(cli.command, Command::Repl) && on_terminal();
     let ask = |message: &str| ask_yes_no(&format!("{message}.\nTrust this workspace now? [y/N] "));
@@ -162,6 +210,12 @@ pub fn main() -> i32 {
     };
     if let Some(notice) = &setup.notice {
         eprintln!("{notice}");
+    }
+    if let Command::Call { tool, json, record } = &cli.command {
+        if setup.config.limits.isolate.unwrap_or(true) && !flags.no_isolate {
+            let json = json.as_deref().unwrap_or("{}");
+            return isolated_call(&flags, &setup, tool, json, *record, answer_out);
+        }
     }
     let builder = match setup.builder(&flags, terminal_confirmer()) {
         Ok(builder) => builder,
@@ -194,7 +248,9 @@ pub fn main() -> i32 {
                 1
             }
         },
-        Command::Call { tool, json, record } => call(&mut host, &tool, json.as_deref().unwrap_or("{}"), record),
+        Command::Call { tool, json, record } => {
+            call(&mut host, &tool, json.as_deref().unwrap_or("{}"), record, answer_out)
+        }
         Command::Tools { format } => {
             let specs = host.specs();
             let format = match format {
@@ -203,12 +259,12 @@ pub fn main() -> i32 {
                 CatalogueFormat::Anthropic => Format::Anthropic,
                 CatalogueFormat::Mcp => Format::Mcp,
                 CatalogueFormat::Pformat => {
-                    println!("{}\n\n{}", pformat::instructions(), pformat::catalogue(&specs));
+                    out!("{}\n\n{}", pformat::instructions(), pformat::catalogue(&specs));
                     return 0;
                 }
             };
             let catalogue = schema::catalogue(specs.iter().map(|t| t.as_ref()), format);
-            println!("{}", serde_json::to_string_pretty(&catalogue).unwrap_or_default());
+            out!("{}", serde_json::to_string_pretty(&catalogue).unwrap_or_default());
             0
         }
         Command::Pformat { command: PformatCommand::Parse } => {
@@ -217,11 +273,11 @@ pub fn main() -> i32 {
                 eprintln!("toolhost: cannot read standard input: {e}");
                 return 1;
             }
-            println!("{}", pformat::parse_to_json(&text, &host.specs()));
+            out!("{}", pformat::parse_to_json(&text, &host.specs()));
             0
         }
         Command::Trust | Command::Untrust | Command::Agent(_) | Command::Replay(_) | Command::Mcp => 0,
-        Command::Check(_) | Command::Test(_) => 0,
+        Command::Check(_) | Command::Test(_) | Command::Worker => 0,
     }
 }
 
@@ -237,12 +293,12 @@ fn trust_workspace(flags: &Flags) -> i32 {
             let files: Vec<String> =
                 record.files.iter().map(|f| f.strip_prefix(&record.root).unwrap_or(f).display().to_string()).collect();
             if files.is_empty() {
-                println!(
+                out!(
                     "trusted {} (it has no toolhost.toml or tool files yet; files added later need `toolhost trust` again)",
                     record.root.display()
                 );
             } else {
-                println!("trusted {}: {} (until one of them changes)", record.root.display(), files.join(", "));
+                out!("trusted {}: {} (until one of them changes)", record.root.display(), files.join(", "));
             }
             0
         }
@@ -253,11 +309,11 @@ fn trust_workspace(flags: &Flags) -> i32 {
 fn untrust_workspace(flags: &Flags) -> i32 {
     match trust::untrust(&flags.root) {
         Ok(true) => {
-            println!("forgot the trust of {}", flags.root.display());
+            out!("forgot the trust of {}", flags.root.display());
             0
         }
         Ok(false) => {
-            println!("{} was not trusted", flags.root.display());
+            out!("{} was not trusted", flags.root.display());
             0
         }
         Err(e) => settings_error(&e),
@@ -315,7 +371,7 @@ fn eval(host: &mut Host, expr: &str, limit: Option<Duration>) -> i32 {
         Ok(text) => {
             crate::engine::end_display_line();
             if !text.is_empty() {
-                println!("{text}");
+                out!("{text}");
             }
             0
         }
@@ -326,17 +382,93 @@ fn eval(host: &mut Host, expr: &str, limit: Option<Duration>) -> i32 {
     }
 }
 
-fn call(host: &mut Host, tool: &str, json: &str, record: bool) -> i32 {
-    let mut arguments = json.to_string();
-    if json == "-" {
-        arguments.clear();
-        if let Err(e) = std::io::stdin().read_to_string(&mut arguments) {
-            eprintln!("toolhost: cannot read the arguments from standard input: {e}");
+/// The arguments of `call`: the JSON given, or standard input for `-`.
+fn call_arguments(json: &str) -> Option<String> {
+    if json != "-" {
+        return Some(json.to_string());
+    }
+    let mut arguments = String::new();
+    if let Err(e) = std::io::stdin().read_to_string(&mut arguments) {
+        eprintln!("toolhost: cannot read the arguments from standard input: {e}");
+        return None;
+    }
+    Some(arguments)
+}
+
+/// How `call` starts its worker: this executable, with the same workspace, config, tool folders
+/// and `--yes`, and the configured bounds.
+pub(crate) fn worker_spec(flags: &Flags, setup: &Setup) -> Option<WorkerSpec> {
+    let program = std::env::current_exe().ok()?;
+    let root = std::path::absolute(&setup.root).ok()?;
+    let mut args = vec!["--root".to_string(), root.to_str()?.to_string()];
+    if let Some(config) = &flags.config {
+        args.extend(["--config".to_string(), std::path::absolute(config).ok()?.to_str()?.to_string()]);
+    }
+    for dir in &flags.tool_dirs {
+        args.extend(["--tools".to_string(), std::path::absolute(dir).ok()?.to_str()?.to_string()]);
+    }
+    if flags.yes {
+        args.push("--yes".to_string());
+    }
+    args.push("worker".to_string());
+    let limits = crate::context::Limits::from_config(&setup.config);
+    let mut spec = WorkerSpec::new(program, args);
+    spec.call_deadline = limits.scheme_call;
+    spec.shell_deadline = Duration::from_secs(limits.shell_timeout_s);
+    if let Some(mb) = setup.config.limits.worker_memory_mb {
+        spec.memory_bytes = mb.saturating_mul(1 << 20);
+    }
+    Some(spec)
+}
+
+/// `call` with the host in a worker process (design section 18).
+fn isolated_call(
+    flags: &Flags,
+    setup: &Setup,
+    tool: &str,
+    json: &str,
+    record: bool,
+    answer_out: Option<std::fs::File>,
+) -> i32 {
+    let Some(spec) = worker_spec(flags, setup) else {
+        eprintln!("toolhost: cannot tell how to start the worker process (use --no-isolate)");
+        return 1;
+    };
+    let mut worker = match WorkerHandle::spawn(spec) {
+        Ok(worker) => worker,
+        Err(e) => {
+            eprintln!("toolhost: {e}");
             return 1;
         }
+    };
+    for problem in worker.load_errors() {
+        eprintln!("toolhost: warning: {problem}");
     }
-    let outcome = host.call_json(tool, &arguments);
+    // Ctrl-C stops the call in the worker (a shell-exec command and its processes too), as it
+    // stops one in process.
+    let interrupter = worker.interrupter();
+    if let Err(e) = ctrlc::set_handler(move || interrupter.interrupt()) {
+        eprintln!("toolhost: Ctrl-C will not interrupt the call: {e}");
+    }
+    let Some(arguments) = call_arguments(json) else { return 1 };
+    let outcome = worker.call(tool, &arguments);
+    answer(&outcome, record, answer_out)
+}
+
+/// Prints `call`'s answer on `answer_out` (standard output kept private) and gives the exit code.
+fn answer(outcome: &crate::call::CallRecord, record: bool, answer_out: Option<std::fs::File>) -> i32 {
     let answer = if record { outcome.to_record_json() } else { outcome.to_json() };
-    println!("{answer}");
+    match answer_out {
+        Some(mut file) => {
+            let _ = writeln!(file, "{answer}");
+        }
+        None => out!("{answer}"),
+    }
     i32::from(outcome.result.is_err())
+}
+
+fn call(host: &mut Host, tool: &str, json: &str, record: bool, answer_out: Option<std::fs::File>) -> i32 {
+    let Some(arguments) = call_arguments(json) else { return 1 };
+    let outcome = host.call_json(tool, &arguments);
+    answer(&outcome, record, answer_out)
 }

@@ -84,6 +84,11 @@ pub struct LimitsConfig {
     pub output_chars: Option<usize>,
     /// Lines `fs-read` returns when no count is given.
     pub read_lines: Option<usize>,
+    /// Whether `toolhost call` runs the host in a worker process (design section 18); true when no
+    /// file sets it. `--no-isolate` turns it off for one command.
+    pub isolate: Option<bool>,
+    /// The most memory (address space) the worker process may map, in MiB; 4096 when unset.
+    pub worker_memory_mb: Option<u64>,
 }
 
 /// One `[[guard.rule]]`, globs checked.
@@ -247,6 +252,8 @@ pub fn merge(layers: impl IntoIterator<Item = ConfigLayer>) -> Config {
         limits.shell_timeout_s = layer.limits.shell_timeout_s.or(limits.shell_timeout_s);
         limits.output_chars = layer.limits.output_chars.or(limits.output_chars);
         limits.read_lines = layer.limits.read_lines.or(limits.read_lines);
+        limits.isolate = layer.limits.isolate.or(limits.isolate);
+        limits.worker_memory_mb = layer.limits.worker_memory_mb.or(limits.worker_memory_mb);
 
         config.guard_default = layer.guard_default.or(config.guard_default);
         // The later file's rules go first: the first match decides.
@@ -391,6 +398,8 @@ pub fn parse(text: &str, file: &Path) -> Result<ConfigLayer> {
         shell_timeout_s: limits.shell_timeout_s.map(|n| n.0),
         output_chars: limits.output_chars.map(|n| usize::try_from(n.0).unwrap_or(usize::MAX)),
         read_lines: limits.read_lines.map(|n| usize::try_from(n.0).unwrap_or(usize::MAX)),
+        isolate: limits.isolate,
+        worker_memory_mb: limits.worker_memory_mb.map(|n| n.0),
     };
 
     let guard = raw.guard.unwrap_or_default();
@@ -586,6 +595,8 @@ struct RawLimits {
     shell_timeout_s: Option<PositiveInt>,
     output_chars: Option<PositiveInt>,
     read_lines: Option<PositiveInt>,
+    isolate: Option<bool>,
+    worker_memory_mb: Option<PositiveInt>,
 }
 
 #[derive(Default, Deserialize)]
@@ -960,7 +971,9 @@ url = "http://127.0.0.1:3001/mcp"
                 scheme_call_s: Some(2.5),
                 shell_timeout_s: Some(60),
                 output_chars: Some(1000),
-                read_lines: Some(20)
+                read_lines: Some(20),
+                isolate: None,
+                worker_memory_mb: None,
             }
         );
         assert_eq!(layer.guard_default, Some(Action::Confirm));

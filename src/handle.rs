@@ -97,7 +97,14 @@ type Envelope = (Request, mpsc::Sender<Reply>);
 #[derive(Clone)]
 pub struct HostHandle {
     sender: mpsc::Sender<Envelope>,
-    interrupter: Interrupter,
+    /// Stops what the host runs: in this process, or in a worker process.
+    interrupter: Interrupt,
+}
+
+#[derive(Clone)]
+enum Interrupt {
+    Here(Interrupter),
+    Worker(crate::worker::WorkerInterrupter),
 }
 
 /// The host thread's stack: as large as a main thread's, for the interpreter's recursion.
@@ -132,7 +139,50 @@ impl HostHandle {
             })
             .map_err(|e| Error::tool_failed(format!("cannot start the host thread: {e}")))?;
         let interrupter = ready_rx.recv().map_err(|_| stopped())??;
-        Ok(HostHandle { sender, interrupter })
+        Ok(HostHandle { sender, interrupter: Interrupt::Here(interrupter) })
+    }
+
+    /// The same handle over a worker process ([`crate::worker`]): requests go to a `toolhost
+    /// worker` started by `spec`, under its limits; a worker that dies or overruns ends that call
+    /// with `crashed` or `timeout` and a fresh one takes the next. [`HostHandle::interrupt`] sends
+    /// the worker SIGINT, which interrupts its running call.
+    ///
+    /// # Errors
+    /// When the first worker cannot be started.
+    pub fn spawn_worker(spec: crate::worker::WorkerSpec) -> Result<HostHandle> {
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<crate::worker::WorkerInterrupter>>();
+        let (sender, receiver) = mpsc::channel::<Envelope>();
+        thread::Builder::new()
+            .name("toolhost-worker".into())
+            .spawn(move || {
+                let mut worker = match crate::worker::WorkerHandle::spawn(spec) {
+                    Ok(worker) => worker,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                if ready_tx.send(Ok(worker.interrupter())).is_err() {
+                    return;
+                }
+                for (request, reply) in receiver {
+                    let answer = match request {
+                        Request::Call(call) => Reply::Call(Box::new(worker.run_call(call))),
+                        Request::LoadErrors => Reply::LoadErrors(worker.load_errors().to_vec()),
+                        other => match (worker.request(&other), &other) {
+                            (Ok(answer), _) => answer,
+                            (Err(e), Request::Eval { .. }) => Reply::Eval(Err(e)),
+                            // No reply of that kind carries an error: the caller is told the
+                            // host stopped.
+                            (Err(_), _) => continue,
+                        },
+                    };
+                    let _ = reply.send(answer);
+                }
+            })
+            .map_err(|e| Error::tool_failed(format!("cannot start the worker thread: {e}")))?;
+        let interrupter = ready_rx.recv().map_err(|_| stopped())??;
+        Ok(HostHandle { sender, interrupter: Interrupt::Worker(interrupter) })
     }
 
     /// Sends a request and waits for its reply.
@@ -219,7 +269,10 @@ impl HostHandle {
     /// Stops the Scheme code the host is running now (the call it is in fails); later requests run
     /// normally.
     pub fn interrupt(&self) {
-        self.interrupter.interrupt();
+        match &self.interrupter {
+            Interrupt::Here(interrupter) => interrupter.interrupt(),
+            Interrupt::Worker(interrupter) => interrupter.interrupt(),
+        }
     }
 }
 

@@ -67,6 +67,7 @@
 //! | [`host`] | the host: engine + registry + guard |
 //! | [`call`] | the JSON call path and the call record |
 //! | [`handle`] | the host on its own thread, reached through a `Send + Sync` handle |
+//! | [`worker`] | the host in a worker process under limits, restarted when it dies or overruns |
 //! | [`agent`] | the agent loop: the model client, the loop, the session log and replay |
 //! | [`mcp`] | MCP both ways: `[[mcp]]` servers' tools as primitives, and `toolhost mcp` |
 //! | [`check`], [`scheme_test`] | the tool author's `toolhost check` and `toolhost test` |
@@ -101,6 +102,7 @@ pub mod trust;
 pub mod typed;
 pub mod value;
 mod watchdog;
+pub mod worker;
 pub mod workspace;
 
 pub use call::{CallOptions, CallRecord, CallRequest};

@@ -22,6 +22,8 @@ pub struct Flags {
     pub tool_dirs: Vec<PathBuf>,
     /// Confirmations answer yes (`--yes`).
     pub yes: bool,
+    /// Run the host in process instead of in a worker process (`--no-isolate`).
+    pub no_isolate: bool,
 }
 
 /// The settings found for a workspace, ready to build a host from.

@@ -1,8 +1,21 @@
 //! The workspace boundary (design section 10): every path a tool touches is resolved here, and
 //! `..`, absolute paths outside the root and symlinks that lead outside are refused, for reads and
 //! writes alike. Tools never join paths themselves.
+//!
+//! Checking a path is not enough: another process can swap a folder for a symlink between the
+//! check and the open. So tools also *open* through here: [`Workspace::open_beneath`] and
+//! [`Workspace::dir_beneath`] start from a handle on the root folder, held since the workspace was
+//! made, and open the checked (symlink-free) location one component at a time with `O_NOFOLLOW`.
+//! A symlink found on the way, whenever it was put there, is refused rather than followed.
 
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
 
 use crate::error::{Error, Result};
 
@@ -11,6 +24,8 @@ use crate::error::{Error, Result};
 pub struct Workspace {
     /// Canonical (symlink-free, absolute) root.
     root: PathBuf,
+    /// The root folder, opened once: everything tools open is opened beneath it.
+    handle: Arc<OwnedFd>,
 }
 
 impl Workspace {
@@ -25,7 +40,56 @@ impl Workspace {
         if !canonical.is_dir() {
             return Err(Error::tool_failed(format!("workspace root {} is not a folder", root.display())));
         }
-        Ok(Workspace { root: canonical })
+        let handle = rustix::fs::open(&canonical, dir_flags(), Mode::empty())
+            .map_err(|e| Error::tool_failed(format!("workspace root {}: {e}", root.display())))?;
+        Ok(Workspace { root: canonical, handle: Arc::new(handle) })
+    }
+
+    /// The components of `real` (a location [`Workspace::resolve`] returned) below the root.
+    fn below_root<'a>(&self, real: &'a Path) -> std::io::Result<Vec<&'a OsStr>> {
+        let rest = real.strip_prefix(&self.root).map_err(|_| outside())?;
+        rest.components()
+            .map(|c| match c {
+                Component::Normal(part) => Ok(part),
+                _ => Err(outside()),
+            })
+            .collect()
+    }
+
+    /// Opens the folder `real` (a location [`Workspace::resolve`] returned) beneath the root handle,
+    /// following no symlink. With `create`, missing folders on the way are made (with the umask's
+    /// permissions).
+    ///
+    /// # Errors
+    /// `NotFound` for a missing folder (without `create`); [`is_swapped`] errors when a component is
+    /// now a symlink or not a folder; other I/O errors.
+    pub fn dir_beneath(&self, real: &Path, create: bool) -> std::io::Result<OwnedFd> {
+        let parts = self.below_root(real)?;
+        let mut dir = rustix::fs::openat(self.handle.as_fd(), ".", dir_flags(), Mode::empty())?;
+        for part in parts {
+            dir = open_child_dir(&dir, part, create)?;
+        }
+        Ok(dir)
+    }
+
+    /// Opens `real` (a location [`Workspace::resolve`] returned) beneath the root handle with
+    /// `flags`, following no symlink on the way or at the end. `mode` applies when `flags` create
+    /// the file. The root itself is opened as `.`.
+    ///
+    /// # Errors
+    /// As [`Workspace::dir_beneath`] for the folders on the way; the open's own error for the last
+    /// component (`ELOOP` when it is a symlink).
+    pub fn open_beneath(&self, real: &Path, flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
+        let parts = self.below_root(real)?;
+        let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let Some((last, folders)) = parts.split_last() else {
+            return Ok(rustix::fs::openat(self.handle.as_fd(), ".", flags, mode)?);
+        };
+        let mut dir = rustix::fs::openat(self.handle.as_fd(), ".", dir_flags(), Mode::empty())?;
+        for part in folders {
+            dir = open_child_dir(&dir, part, false)?;
+        }
+        Ok(rustix::fs::openat(&dir, *last, flags, mode)?)
     }
 
     /// The canonical root.
@@ -125,6 +189,37 @@ impl Workspace {
             Err(_) => real.to_string_lossy().into_owned(),
         }
     }
+}
+
+/// Flags for a folder opened only to open what is beneath it.
+fn dir_flags() -> OFlags {
+    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
+fn outside() -> std::io::Error {
+    std::io::Error::other("the location is outside the workspace")
+}
+
+/// Opens the folder `name` in `dir` without following a symlink, making it first with `create`.
+pub(crate) fn open_child_dir(dir: &OwnedFd, name: &OsStr, create: bool) -> std::io::Result<OwnedFd> {
+    let name = name.as_bytes();
+    match rustix::fs::openat(dir, name, dir_flags(), Mode::empty()) {
+        Err(Errno::NOENT) if create => {
+            match rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(0o777)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+            Ok(rustix::fs::openat(dir, name, dir_flags(), Mode::empty())?)
+        }
+        other => Ok(other?),
+    }
+}
+
+/// Whether `e` (from [`Workspace::open_beneath`] or [`Workspace::dir_beneath`]) means a location
+/// that was checked changed under the call: a component is now a symlink (`ELOOP`) or no longer a
+/// folder (`ENOTDIR`).
+pub fn is_swapped(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR))
 }
 
 /// Where the absolute, `..`-free path `given` really is: its longest existing ancestor with the

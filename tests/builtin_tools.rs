@@ -478,3 +478,64 @@ fn confirmation_previews_show_the_diff_for_file_tools_and_the_command_for_shell_
     assert!(message.contains("not found"), "{message}");
     assert_eq!(seen.len(), 4);
 }
+
+#[cfg(unix)]
+#[test]
+fn new_files_get_the_umasks_permissions_like_any_other_program_makes() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = workspace(&[]);
+    let mut host = host(&dir);
+    ok_text(&host.call("fs-write", json!({"path": "new/made.txt", "content": "x\n"})));
+    std::fs::write(dir.path().join("by-std.txt"), "x\n").unwrap();
+    let mode = |p: &str| std::fs::metadata(dir.path().join(p)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode("new/made.txt"), mode("by-std.txt"), "a new file is made as std::fs::write makes one");
+    assert_ne!(mode("new/made.txt"), 0o600, "not the temporary file's private mode");
+}
+
+#[test]
+fn a_write_removes_stale_temporary_files_of_ours_from_its_folder() {
+    let dir = workspace(&[("sub/keep.txt", "k\n"), ("sub/.toolhost-old.tmp", "half"), ("sub/.toolhost-fresh.tmp", "")]);
+    let old = std::fs::File::options().write(true).open(dir.path().join("sub/.toolhost-old.tmp")).unwrap();
+    old.set_modified(std::time::SystemTime::now() - Duration::from_secs(600)).unwrap();
+    let mut host = host(&dir);
+    ok_text(&host.call("fs-write", json!({"path": "sub/new.txt", "content": "n\n"})));
+    assert!(!dir.path().join("sub/.toolhost-old.tmp").exists(), "a killed write's leftover is removed");
+    assert!(dir.path().join("sub/.toolhost-fresh.tmp").exists(), "a write that may be in progress is left alone");
+    let names: Vec<_> = std::fs::read_dir(dir.path().join("sub")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+}
+
+#[test]
+fn a_replace_all_that_would_grow_past_the_file_cap_is_refused_and_the_file_kept() {
+    let big = "ab\n".repeat(350_000);
+    let dir = workspace(&[("big.txt", &big)]);
+    let mut host = host(&dir);
+    let huge = "y".repeat(1 << 10);
+    let (kind, message) =
+        err_of(&host.call("fs-edit", json!({"path": "big.txt", "old": "ab", "new": huge, "replace-all": true})));
+    assert_eq!(kind, "tool_failed");
+    assert!(message.contains("more than the 67108864 bytes"), "{message}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("big.txt")).unwrap(), big);
+}
+
+#[test]
+fn fs_read_notes_bytes_that_are_not_utf8() {
+    let dir = workspace(&[]);
+    std::fs::write(dir.path().join("latin1.txt"), b"ok\ncaf\xe9\n").unwrap();
+    let mut host = host(&dir);
+    let text = ok_text(&host.call("fs-read", json!({"path": "latin1.txt"})));
+    assert!(text.contains("2\tcaf\u{fffd}"), "{text}");
+    assert!(text.contains("line 2 and maybe others hold bytes that are not UTF-8"), "{text}");
+    let (_, message) = err_of(&host.call("fs-edit", json!({"path": "latin1.txt", "old": "ok", "new": "k"})));
+    assert!(message.contains("is not UTF-8 text"), "{message}");
+}
+
+#[test]
+fn shell_exec_notes_output_that_is_not_utf8() {
+    let dir = workspace(&[]);
+    let mut host = host(&dir);
+    let text = ok_text(&host.call("shell-exec", json!({"cmd": "printf 'caf\\351\\n'"})));
+    assert!(text.contains("caf\u{fffd}") && text.contains("[stdout held bytes that are not UTF-8"), "{text}");
+    let clean = ok_text(&host.call("shell-exec", json!({"cmd": "echo café"})));
+    assert!(!clean.contains("not UTF-8"), "{clean}");
+}

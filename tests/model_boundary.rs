@@ -479,3 +479,42 @@ fn toolhost_call_prints_the_tidy_notes() {
     assert!(notes[0].as_str().unwrap().contains("JSON string holding an object"), "{printed}");
     assert!(notes[1].as_str().unwrap().contains("\"count\""), "{printed}");
 }
+
+/// Whatever text arrives as a call's arguments (random text, JSON-shaped objects with repeated,
+/// unknown or mistyped keys, wrapped in a string or not), the call path answers with a record of a
+/// known kind, never a panic; and a key given twice is always refused naming it.
+#[test]
+fn any_argument_text_comes_back_as_a_record_and_repeated_keys_are_refused() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+    let dir = workspace();
+    let host = std::cell::RefCell::new(host(dir.path()));
+    let object = r#"\{( *"(text|tags|count|ratio|flag|opts|path|x)" *: *("[a-z. /\\]{0,8}"|-?[0-9]{1,4}(\.[0-9])?|true|false|null|\[[0-9,]{0,5}\]|\{\}) *,?){0,5}\}"#;
+    let text = prop_oneof![
+        ".{0,60}",
+        object,
+        proptest::string::string_regex(object).unwrap().prop_map(|o| serde_json::to_string(&o).unwrap()),
+    ];
+    let tool = proptest::sample::select(vec!["echo-args", "fs-read", "fs-list", "nope"]);
+    let known = [
+        "unknown_tool",
+        "unknown_argument",
+        "missing_argument",
+        "wrong_type",
+        "bad_arguments",
+        "denied",
+        "tool_failed",
+    ];
+    let mut runner = TestRunner::new(Config { cases: 400, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&(tool, text), |(tool, text)| {
+            let record = host.borrow_mut().call_json(tool, &text);
+            if let Err(e) = &record.result {
+                prop_assert!(known.contains(&e.kind().as_str()), "{tool} {text}: {e}");
+            }
+            Ok(())
+        })
+        .unwrap();
+    let repeated = host.borrow_mut().call_json("echo-args", r#"{"text":"a","count":1,"text":"b"}"#);
+    assert_eq!(error_kind(&repeated), "bad_arguments");
+}

@@ -420,8 +420,9 @@ fn huge_and_deeply_nested_text_is_read_without_overflow() {
     let dir = workspace();
     let host = host(&dir);
     let registry = host.specs();
+    // A reply is read for at most MAX_TAGS tags; one more entry stands for the rest.
     let many = "<tool_call>".repeat(100_000);
-    assert_eq!(pformat::parse(&many, &registry).len(), 100_000);
+    assert_eq!(pformat::parse(&many, &registry).len(), pformat::MAX_TAGS + 1);
     let deep = format!("<tool_call>{}</tool_call>", "{".repeat(200_000));
     assert!(only(pformat::parse(&deep, &registry)).is_err());
     let long = format!("<tool_call>fs-write[0|x|1|{}]</tool_call>", "\\|".repeat(500_000));

@@ -103,13 +103,33 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
         },
         None => None,
     };
-    let builder = match setup.builder(flags, crate::cli::terminal_confirmer()) {
-        Ok(builder) => builder,
-        Err(e) => return settings_error(&e),
-    };
-    let handle = match spawn(builder) {
-        Ok(handle) => handle,
-        Err(code) => return code,
+    let handle = if setup.config.limits.isolate.unwrap_or(true) && !flags.no_isolate {
+        // The tools run in a worker process (design section 18), as `toolhost call`'s do.
+        let Some(spec) = crate::cli::worker_spec(flags, &setup) else {
+            eprintln!("toolhost: cannot tell how to start the worker process (use --no-isolate)");
+            return 1;
+        };
+        match HostHandle::spawn_worker(spec) {
+            Ok(handle) => {
+                for problem in handle.load_errors().unwrap_or_default() {
+                    eprintln!("toolhost: warning: {problem}");
+                }
+                handle
+            }
+            Err(e) => {
+                eprintln!("toolhost: {e}");
+                return 1;
+            }
+        }
+    } else {
+        let builder = match setup.builder(flags, crate::cli::terminal_confirmer()) {
+            Ok(builder) => builder,
+            Err(e) => return settings_error(&e),
+        };
+        match spawn(builder) {
+            Ok(handle) => handle,
+            Err(code) => return code,
+        }
     };
 
     let stop = Stop::new();

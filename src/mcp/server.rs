@@ -165,11 +165,23 @@ pub fn serve(flags: &Flags) -> i32 {
     if let Some(notice) = &setup.notice {
         eprintln!("{notice}");
     }
-    let builder = match setup.builder(flags, None) {
-        Ok(builder) => builder.display_to_stderr(true),
-        Err(e) => return settings_error(&e),
+    // The tools run in a worker process (design section 18), as `toolhost call`'s do, unless the
+    // config or --no-isolate says otherwise.
+    let spawned = if setup.config.limits.isolate.unwrap_or(true) && !flags.no_isolate {
+        match crate::cli::worker_spec(flags, &setup) {
+            Some(spec) => HostHandle::spawn_worker(spec),
+            None => {
+                eprintln!("toolhost: cannot tell how to start the worker process (use --no-isolate)");
+                return 1;
+            }
+        }
+    } else {
+        match setup.builder(flags, None) {
+            Ok(builder) => HostHandle::spawn(builder.display_to_stderr(true)),
+            Err(e) => return settings_error(&e),
+        }
     };
-    let handle = match HostHandle::spawn(builder) {
+    let handle = match spawned {
         Ok(handle) => handle,
         Err(e) if e.kind() == ErrorKind::Config => return settings_error(&e),
         Err(e) => {

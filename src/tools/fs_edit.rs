@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::file::{read_text, unified_diff, write_atomically};
+use super::file::{read_text, refuse_folder_syntax, unified_diff, write_atomically, MAX_FILE_BYTES};
 use crate::context::ToolCtx;
 use crate::error::{Error, Result};
 use crate::registry::Primitive;
@@ -12,6 +12,8 @@ use crate::typed::Tool;
 
 /// How many candidate lines a no-match error shows.
 const CLOSEST_SHOWN: usize = 3;
+/// How many line numbers a several-matches error lists.
+const LINES_SHOWN: usize = 20;
 
 pub fn tool() -> Result<Primitive> {
     Tool::new(
@@ -32,8 +34,7 @@ pub fn tool() -> Result<Primitive> {
 fn fs_edit(ctx: &ToolCtx, path: String, old: String, new: String, replace_all: Option<bool>) -> Result<String> {
     let (real, text) = read_for_edit(ctx, &path)?;
     let updated = replace(&path, &text, &old, &new, replace_all.unwrap_or(false))?;
-    write_atomically(&real, updated.text.as_bytes())
-        .map_err(|e| Error::tool_failed(format!("cannot write {path}: {e}")))?;
+    write_atomically(&ctx.workspace, &real, &path, updated.text.as_bytes())?;
     Ok(match updated.count {
         1 => format!("replaced 1 occurrence in {path}"),
         n => format!("replaced {n} occurrences in {path}"),
@@ -50,13 +51,34 @@ fn replace(path: &str, text: &str, old: &str, new: &str, all: bool) -> Result<Re
         return Err(Error::tool_failed("old must not be empty; to write a whole file use fs-write"));
     }
     let starts: Vec<usize> = text.match_indices(old).map(|(i, _)| i).collect();
+    // The new size is known before the new text is built: a replacement that would pass the cap is
+    // refused without allocating it.
+    let count = if all { starts.len() } else { starts.len().min(1) };
+    let new_len = (text.len() - count * old.len()).checked_add(count.saturating_mul(new.len()));
+    if count > 0 && new_len.is_none_or(|len| len > MAX_FILE_BYTES) && (all || starts.len() == 1) {
+        return Err(Error::tool_failed(format!(
+            "replacing {count} occurrence{} would make {path} {} bytes, more than the {MAX_FILE_BYTES} bytes a \
+             file tool writes; nothing was changed",
+            if count == 1 { "" } else { "s" },
+            new_len.map_or_else(|| "too many".to_string(), |l| l.to_string())
+        )));
+    }
     match starts.len() {
         0 => Err(Error::tool_failed(no_match_message(path, text, old))),
         1 => Ok(Replaced { text: text.replacen(old, new, 1), count: 1 }),
         n if all => Ok(Replaced { text: text.replace(old, new), count: n }),
         n => {
-            let lines: Vec<String> =
-                starts.iter().map(|&i| (text[..i].matches('\n').count() + 1).to_string()).collect();
+            // Line numbers counted in one pass, and only the first few listed.
+            let mut lines = Vec::new();
+            let (mut line, mut from) = (1usize, 0usize);
+            for &i in starts.iter().take(LINES_SHOWN) {
+                line += text[from..i].matches('\n').count();
+                from = i;
+                lines.push(line.to_string());
+            }
+            if n > LINES_SHOWN {
+                lines.push("...".to_string());
+            }
             Err(Error::tool_failed(format!(
                 "old occurs {n} times in {path} (at lines {}); include more surrounding text to \
                  pick one, or set replace-all to true to replace them all",
@@ -99,8 +121,9 @@ fn preview(ctx: &ToolCtx, path: String, old: String, new: String, replace_all: O
 
 /// Resolves `path` and reads the regular text file it names.
 fn read_for_edit(ctx: &ToolCtx, path: &str) -> Result<(PathBuf, String)> {
+    refuse_folder_syntax(path, "fs-edit")?;
     let real = ctx.workspace.resolve(path)?;
-    let text = read_text(&real, path, || format!("no such file: {path}; use fs-write to create it"))?;
+    let text = read_text(&ctx.workspace, &real, path, || format!("no such file: {path}; use fs-write to create it"))?;
     Ok((real, text))
 }
 
@@ -114,6 +137,20 @@ mod tests {
         assert!(err.message().contains("occurs 2 times in f (at lines 2, 4)"), "{err}");
         let done = replace("f", "a\nx\nb\nx\n", "x", "y", true).ok().unwrap();
         assert_eq!((done.text.as_str(), done.count), ("a\ny\nb\ny\n", 2));
+    }
+
+    #[test]
+    fn a_replace_all_that_would_pass_the_file_cap_is_refused_before_it_is_built() {
+        let text = "x".repeat(1 << 20);
+        let huge = "y".repeat(1 << 20);
+        let err = replace("f", &text, "x", &huge, true).err().unwrap();
+        assert!(
+            err.message().contains("more than the 67108864 bytes") && err.message().contains("nothing was changed"),
+            "{err}"
+        );
+        let err = replace("f", &text, "x", "y", false).err().unwrap();
+        assert!(err.message().contains("occurs 1048576 times") && err.message().ends_with("replace them all"), "{err}");
+        assert!(err.message().len() < 400, "the error lists a few lines only: {}", err.message().len());
     }
 
     #[test]

@@ -1,11 +1,29 @@
-//! `fs-list [path] [depth]`: the tree below a folder, respecting `.gitignore` (ripgrep's walker).
+//! `fs-list [path] [depth]`: the tree below a folder, leaving out what `.gitignore` (and `.ignore`)
+//! files exclude and hidden entries. The walk opens every folder beneath the workspace root's
+//! handle without following symlinks, so a folder swapped for a symlink during the walk is not
+//! listed through it; ignore rules are read with ripgrep's gitignore matcher from the folders
+//! between the workspace root and each listed folder.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use crate::context::ToolCtx;
 use crate::error::{Error, Result};
 use crate::registry::Primitive;
 use crate::typed::Tool;
+use crate::workspace::{is_swapped, open_child_dir};
 
 const DEFAULT_DEPTH: usize = 3;
+/// The deepest the walk goes whatever depth is asked: each level holds an open folder and a frame.
+const MAX_DEPTH: usize = 128;
+/// The most of an ignore file that is read.
+const IGNORE_FILE_BYTES: u64 = 1 << 20;
 
 pub fn tool() -> Result<Primitive> {
     Tool::new(
@@ -19,45 +37,37 @@ pub fn tool() -> Result<Primitive> {
     .build(fs_list)
 }
 
+/// What the walk has produced so far.
+struct Listing<'a> {
+    ctx: &'a ToolCtx,
+    out: String,
+    shown: usize,
+    more: usize,
+    max_depth: usize,
+}
+
 fn fs_list(ctx: &ToolCtx, path: Option<String>, depth: Option<i64>) -> Result<String> {
     let path = path.filter(|p| !p.is_empty()).unwrap_or_else(|| ".".to_string());
     let depth = match depth.unwrap_or(0) {
         0 => DEFAULT_DEPTH,
         n if n < 0 => return Err(Error::tool_failed(format!("depth must be 1 or more, got {n}"))),
-        n => n as usize,
+        n => (n as usize).min(MAX_DEPTH),
     };
     let real = ctx.workspace.resolve(&path)?;
-    if !real.is_dir() {
-        return Err(Error::tool_failed(match std::fs::metadata(&real) {
-            Ok(meta) if meta.is_file() => format!("{path} is a file; use fs-read to read it"),
-            Ok(_) => format!("{path} is not a folder"),
-            Err(_) => format!("no such folder: {path}"),
-        }));
-    }
-    let walker = ignore::WalkBuilder::new(&real)
-        .max_depth(Some(depth))
-        .require_git(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .build();
-    let mut out = String::new();
-    let mut shown = 0usize;
-    let mut more = 0usize;
-    for entry in walker {
-        let Ok(entry) = entry else { continue };
-        if entry.depth() == 0 {
-            continue;
+    let dir = ctx.workspace.dir_beneath(&real, false).map_err(|e| not_a_folder(ctx, &real, &path, &e))?;
+    // The ignore files of the folders above the listed one, from the workspace root down.
+    let mut rules = Vec::new();
+    let root = ctx.workspace.root();
+    let below: Vec<_> = real.strip_prefix(root).map(|r| r.components().collect()).unwrap_or_default();
+    for k in 0..below.len() {
+        let folder: PathBuf = below[..k].iter().fold(root.to_path_buf(), |p, c| p.join(c));
+        if let Ok(fd) = ctx.workspace.dir_beneath(&folder, false) {
+            rules.push(ignore_rules(&fd, &folder));
         }
-        let name = entry.file_name().to_string_lossy();
-        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-        let line = format!("{}{name}{}\n", "  ".repeat(entry.depth() - 1), if is_dir { "/" } else { "" });
-        if shown >= ctx.limits.list_entries || out.len() + line.len() > ctx.limits.output_budget() {
-            more += 1;
-            continue;
-        }
-        out.push_str(&line);
-        shown += 1;
     }
+    let mut listing = Listing { ctx, out: String::new(), shown: 0, more: 0, max_depth: depth };
+    walk(&mut listing, &dir, &real, 1, &mut rules);
+    let Listing { mut out, shown, more, .. } = listing;
     if shown == 0 {
         out.push_str(&format!("({} is empty)\n", ctx.workspace.display(&real)));
     }
@@ -65,4 +75,110 @@ fn fs_list(ctx: &ToolCtx, path: Option<String>, depth: Option<i64>) -> Result<St
         out.push_str(&format!("... {more} more entries; list a subfolder or lower depth\n"));
     }
     Ok(out)
+}
+
+/// The error for a listed path that could not be opened as a folder.
+fn not_a_folder(ctx: &ToolCtx, real: &Path, path: &str, e: &std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        return Error::tool_failed(format!("no such folder: {path}"));
+    }
+    if e.raw_os_error() == Some(libc::ENOTDIR) {
+        if let Ok(fd) = ctx.workspace.open_beneath(real, OFlags::PATH, Mode::empty()) {
+            if let Ok(stat) = rustix::fs::fstat(&fd) {
+                return Error::tool_failed(match FileType::from_raw_mode(stat.st_mode) {
+                    FileType::RegularFile => format!("{path} is a file; use fs-read to read it"),
+                    _ => format!("{path} is not a folder"),
+                });
+            }
+        }
+    }
+    if is_swapped(e) {
+        return Error::denied(format!(
+            "path \"{path}\" goes through a symlink or a file where a folder should be (it may have changed \
+             during the call); symlinks are not followed there"
+        ));
+    }
+    Error::tool_failed(format!("cannot list {path}: {e}"))
+}
+
+/// The `.gitignore` and `.ignore` rules of the folder `dir` (at `at`).
+fn ignore_rules(dir: &OwnedFd, at: &Path) -> Gitignore {
+    let mut builder = GitignoreBuilder::new(at);
+    for name in [".gitignore", ".ignore"] {
+        let Ok(fd) = rustix::fs::openat(dir, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK, Mode::empty())
+        else {
+            continue;
+        };
+        let file = std::fs::File::from(fd);
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let mut text = String::new();
+        if file.take(IGNORE_FILE_BYTES).read_to_string(&mut text).is_err() {
+            continue;
+        }
+        for line in text.lines() {
+            let _ = builder.add_line(None, line);
+        }
+    }
+    builder.build().unwrap_or_else(|_| Gitignore::empty())
+}
+
+/// Whether the rules (innermost last) exclude `path`.
+fn ignored(rules: &[Gitignore], path: &Path, is_dir: bool) -> bool {
+    for rule in rules.iter().rev() {
+        let matched = rule.matched(path, is_dir);
+        if matched.is_ignore() {
+            return true;
+        }
+        if matched.is_whitelist() {
+            return false;
+        }
+    }
+    false
+}
+
+/// Lists the folder `dir` (at `at`, `level` levels below the listed folder) into `listing`.
+fn walk(listing: &mut Listing, dir: &OwnedFd, at: &Path, level: usize, rules: &mut Vec<Gitignore>) {
+    rules.push(ignore_rules(dir, at));
+    let mut entries: Vec<(OsString, bool)> = Vec::new();
+    if let Ok(reader) = rustix::fs::Dir::read_from(dir) {
+        for entry in reader.flatten() {
+            let name = entry.file_name().to_bytes();
+            // Hidden entries (and `.`, `..`) are left out, as ripgrep's walker leaves them out.
+            if name.starts_with(b".") {
+                continue;
+            }
+            let kind = match entry.file_type() {
+                FileType::Unknown => rustix::fs::statat(dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|s| FileType::from_raw_mode(s.st_mode))
+                    .unwrap_or(FileType::Unknown),
+                kind => kind,
+            };
+            entries.push((OsString::from(std::ffi::OsStr::from_bytes(name)), kind == FileType::Directory));
+        }
+    }
+    entries.sort();
+    for (name, is_dir) in entries {
+        let path: PathBuf = at.join(&name);
+        if ignored(rules, &path, is_dir) {
+            continue;
+        }
+        let line = format!("{}{}{}\n", "  ".repeat(level - 1), name.to_string_lossy(), if is_dir { "/" } else { "" });
+        if listing.shown >= listing.ctx.limits.list_entries
+            || listing.out.len() + line.len() > listing.ctx.limits.output_budget()
+        {
+            listing.more += 1;
+        } else {
+            listing.out.push_str(&line);
+            listing.shown += 1;
+        }
+        if is_dir && level < listing.max_depth {
+            // Not followed if it is no longer a folder (a symlink swapped in): O_NOFOLLOW.
+            if let Ok(child) = open_child_dir(dir, &name, false) {
+                walk(listing, &child, &path, level + 1, rules);
+            }
+        }
+    }
+    rules.pop();
 }

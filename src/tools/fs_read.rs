@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
 use steel::rvals::SteelVal;
 
-use super::file::{open_regular, read_text};
+use super::file::{open_regular, read_text, refuse_folder_syntax};
 use super::text::{count_lines_within, cut_line_beyond, read_line_capped, skip_lines, thousands};
 use crate::context::{Limits, ToolCtx};
 use crate::error::{Error, Result};
@@ -54,8 +54,9 @@ pub(crate) fn lines_value(ctx: &ToolCtx, args: &[SteelVal]) -> Result<SteelVal> 
             "file-lines: start and count must be 0 or more, got {start} and {count}"
         )));
     }
+    refuse_folder_syntax(&path, "file-lines")?;
     let real = ctx.workspace.resolve(&path)?;
-    let text = read_text(&real, &path, || format!("no such file: {path}"))?;
+    let text = read_text(&ctx.workspace, &real, &path, || format!("no such file: {path}"))?;
     let skip = (start.max(1) - 1) as usize;
     let take = if count == 0 { usize::MAX } else { count as usize };
     Ok(SteelVal::ListV(text.lines().skip(skip).take(take).map(|l| SteelVal::StringV(l.into())).collect()))
@@ -79,8 +80,9 @@ fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) 
         }
         n => n as u64,
     };
+    refuse_folder_syntax(&path, "fs-read")?;
     let real = ctx.workspace.resolve(&path)?;
-    let (mut file, meta) = open_regular(&real, &path, || format!("no such file: {path}"))?;
+    let (mut file, meta) = open_regular(&ctx.workspace, &real, &path, || format!("no such file: {path}"))?;
     let mut head = [0u8; 8192];
     let n = file.read(&mut head).map_err(|e| Error::tool_failed(format!("cannot read {path}: {e}")))?;
     if head[..n].contains(&0) {
@@ -109,12 +111,18 @@ fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) 
     let mut text_bytes = 0usize;
     // A line that was read but left out because it would have passed the byte cap.
     let mut held_back = false;
+    // The first shown line holding bytes that are not UTF-8 (shown as U+FFFD, with a note).
+    let mut not_utf8: Option<u64> = None;
     while number < end {
         let (more, skipped) = read_line_capped(&mut reader, ctx.limits.line_chars * 4, &mut line).map_err(io_err)?;
         if !more {
             break;
         }
-        let text = cut_line_beyond(&String::from_utf8_lossy(&line), ctx.limits.line_chars, skipped);
+        let decoded = String::from_utf8_lossy(&line);
+        if matches!(decoded, std::borrow::Cow::Owned(_)) && not_utf8.is_none() {
+            not_utf8 = Some(number + 1);
+        }
+        let text = cut_line_beyond(&decoded, ctx.limits.line_chars, skipped);
         // Every number is padded to the width of the last one, so this is the output's exact size.
         let width = (number + 1).to_string().len();
         let size = text_bytes + text.len() + 2 + (shown_lines.len() + 1) * width;
@@ -134,6 +142,12 @@ fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) 
     }
     if number < start {
         return Ok(format!("({path} is empty)\n"));
+    }
+    if let Some(line) = not_utf8 {
+        out.push_str(&format!(
+            "(line {line} and maybe others hold bytes that are not UTF-8, shown as \u{fffd}; fs-edit cannot \
+             match them)\n"
+        ));
     }
     if !held_back && reader.fill_buf().map_err(io_err)?.is_empty() {
         return Ok(out);

@@ -1,9 +1,9 @@
 //! `fs-write path content`: creates or replaces a file atomically (a temporary file beside it,
 //! renamed over it), creating parent folders.
 
-use super::file::{existing_regular, read_bytes, unified_diff, write_atomically};
+use super::file::{check_new_size, existing_regular, read_bytes, refuse_folder_syntax, unified_diff, write_atomically};
 use crate::context::ToolCtx;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::registry::Primitive;
 use crate::typed::Tool;
 
@@ -21,10 +21,12 @@ pub fn tool() -> Result<Primitive> {
 }
 
 fn fs_write(ctx: &ToolCtx, path: String, content: String) -> Result<String> {
+    refuse_folder_syntax(&path, "fs-write")?;
+    check_new_size(&path, content.len())?;
     let real = ctx.workspace.resolve(&path)?;
     // A folder, FIFO, socket or device is refused rather than replaced.
-    let existed = existing_regular(&real, &path)?.is_some();
-    write_atomically(&real, content.as_bytes()).map_err(|e| Error::tool_failed(format!("cannot write {path}: {e}")))?;
+    let existed = existing_regular(&ctx.workspace, &real, &path)?.is_some();
+    write_atomically(&ctx.workspace, &real, &path, content.as_bytes())?;
     let verb = if existed { "replaced" } else { "created" };
     Ok(format!("{verb} {path} ({} bytes)", content.len()))
 }
@@ -32,9 +34,11 @@ fn fs_write(ctx: &ToolCtx, path: String, content: String) -> Result<String> {
 /// The confirmation preview: the unified diff from the current content (none, for a new file; a
 /// current content that is not text is named and diffed as empty).
 fn preview(ctx: &ToolCtx, path: String, content: String) -> Result<String> {
+    refuse_folder_syntax(&path, "fs-write")?;
+    check_new_size(&path, content.len())?;
     let real = ctx.workspace.resolve(&path)?;
-    let old = match existing_regular(&real, &path)? {
-        Some(_) => read_bytes(&real, &path, || format!("no such file: {path}"))?,
+    let old = match existing_regular(&ctx.workspace, &real, &path)? {
+        Some(_) => read_bytes(&ctx.workspace, &real, &path, || format!("no such file: {path}"))?,
         None => Vec::new(),
     };
     Ok(match String::from_utf8(old) {

@@ -10,6 +10,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{sinks::Lossy, BinaryDetection, SearcherBuilder};
 use ignore::{WalkBuilder, WalkState};
+use rustix::fs::{Mode, OFlags};
 
 use serde_json::json;
 use steel::rvals::SteelVal;
@@ -138,7 +139,17 @@ fn search(ctx: &ToolCtx, pattern: &str, glob: Option<&str>) -> Result<Vec<FileMa
                 }
                 Ok(true)
             });
-            if searcher.search_path(&matcher, entry.path(), sink).is_ok() && total > 0 {
+            // Opened beneath the root handle: a folder swapped for a symlink during the walk is
+            // not followed outside (the walker lists by path; the content is read only here).
+            let Ok(file) = ctx.workspace.open_beneath(entry.path(), OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())
+            else {
+                return WalkState::Continue;
+            };
+            let file = std::fs::File::from(file);
+            if !file.metadata().is_ok_and(|m| m.is_file()) {
+                return WalkState::Continue;
+            }
+            if searcher.search_file(&matcher, &file, sink).is_ok() && total > 0 {
                 if let Ok(mut found) = found.lock() {
                     found.push(FileMatches { path: relative.to_string_lossy().into_owned(), lines, total });
                 }

@@ -81,6 +81,11 @@ fn shell_exec(ctx: &ToolCtx, cmd: String, timeout_s: Option<i64>) -> Result<Stri
         if captured.dropped > 0 {
             text.push_str(&format!("[... {} more bytes of {name} cut]\n", thousands(captured.dropped)));
         }
+        // Said rather than silently replaced. (A character cut at the end by the cap is not
+        // counted: error_len is None for an incomplete sequence.)
+        if std::str::from_utf8(body).err().is_some_and(|e| e.error_len().is_some()) {
+            text.push_str(&format!("[{name} held bytes that are not UTF-8, shown as \u{fffd}]\n"));
+        }
     }
     if run.abandoned {
         text.push_str(ABANDONED_NOTE);

@@ -1,0 +1,409 @@
+//! Isolation (design section 18): the host in a worker process. Some failures cannot be caught in
+//! process: a deep value printed or hashed overflows the stack, a huge allocation aborts, a
+//! builtin runs past any interrupt. So `toolhost call` runs the host in a child `toolhost worker`
+//! and speaks [`Request`]/[`Reply`] to it as JSON lines over a socket pair (descriptor 3 in the
+//! child; never its standard output). The child runs under `setrlimit` limits on its address space
+//! and (per request, as a backstop) its CPU time; each request has one deadline covering everything it does, nested tools
+//! included. When the worker dies the request ends with `crashed`; when it overruns its deadline
+//! plus a short grace it is killed and the request ends with `timeout`. Either way the next request
+//! starts a fresh worker (tools loaded again) and works.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::call::{CallRecord, CallRequest};
+use crate::error::{Error, ErrorKind, Result};
+use crate::handle::{answer, Reply, Request};
+use crate::host::HostBuilder;
+
+/// How long a worker that overran is given to stop what it runs after an interrupt, before it is
+/// killed.
+const INTERRUPT_GRACE: Duration = Duration::from_millis(500);
+
+/// The descriptor the worker reads requests from and writes replies to.
+pub const WORKER_FD: i32 = 3;
+
+/// How a worker is started and what bounds it.
+#[derive(Debug, Clone)]
+pub struct WorkerSpec {
+    /// The `toolhost` executable.
+    pub program: PathBuf,
+    /// Its arguments, ending with the hidden `worker` subcommand.
+    pub args: Vec<String>,
+    /// The most address space the worker may map (`RLIMIT_AS`), in bytes.
+    pub memory_bytes: u64,
+    /// The deadline of one call of a tool other than `shell-exec` (the config's `scheme_call_s`).
+    pub call_deadline: Duration,
+    /// The deadline of one `shell-exec` call (the config's `shell_timeout_s`, its longest).
+    pub shell_deadline: Duration,
+    /// How long past a deadline the worker has to answer before it is killed.
+    pub grace: Duration,
+    /// How long a worker may take to start (build its host, load its tools).
+    pub start_deadline: Duration,
+    /// Environment variables set for the worker on top of this process's.
+    pub env: Vec<(String, String)>,
+}
+
+impl WorkerSpec {
+    /// A worker of `program` with `args` (ending with `worker`) and default bounds: 4 GiB of
+    /// address space, 30 s per call, 120 s per shell-exec call, 2 s grace, 60 s to start.
+    pub fn new(program: impl Into<PathBuf>, args: Vec<String>) -> Self {
+        WorkerSpec {
+            program: program.into(),
+            args,
+            memory_bytes: 4 << 30,
+            call_deadline: Duration::from_secs(30),
+            shell_deadline: Duration::from_secs(120),
+            grace: Duration::from_secs(2),
+            start_deadline: Duration::from_secs(60),
+            env: Vec::new(),
+        }
+    }
+
+    /// The deadline of `request`, grace not included.
+    fn deadline(&self, request: &Request) -> Duration {
+        match request {
+            Request::Call(call) if call.tool == "shell-exec" => self.shell_deadline.max(self.call_deadline),
+            Request::Call(_) => self.call_deadline,
+            Request::Eval { limit_ms: Some(ms), .. } => Duration::from_millis(*ms),
+            _ => self.start_deadline,
+        }
+    }
+}
+
+/// A running worker.
+struct Live {
+    child: Child,
+    to_worker: UnixStream,
+    /// Each line the worker writes, parsed; `None` when it closed its end (it died).
+    replies: mpsc::Receiver<Option<Reply>>,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The host in a worker process, restarted whenever it dies or overruns. Requests run one at a
+/// time, in order.
+pub struct WorkerHandle {
+    spec: WorkerSpec,
+    live: Option<Live>,
+    /// What the last worker said when it started: its load errors.
+    load_errors: Vec<Error>,
+    /// How many workers were started, the first included.
+    started: u64,
+    /// The current worker's process id (0: none), shared with [`WorkerHandle::interrupter`]s.
+    pid: Arc<AtomicU32>,
+}
+
+/// Interrupts what the worker is running (SIGINT, which the worker turns into an interrupt of
+/// its host), from any thread.
+#[derive(Clone, Debug)]
+pub struct WorkerInterrupter(Arc<AtomicU32>);
+
+impl WorkerInterrupter {
+    /// Interrupts the running call, if a worker runs.
+    pub fn interrupt(&self) {
+        let pid = self.0.load(Ordering::SeqCst);
+        if let Ok(pid) = libc::pid_t::try_from(pid) {
+            if pid > 0 {
+                // SAFETY: kill with a pid we started; at worst the process is gone already.
+                unsafe { libc::kill(pid, libc::SIGINT) };
+            }
+        }
+    }
+}
+
+impl WorkerHandle {
+    /// Starts a worker by `spec` and waits until its host is built.
+    ///
+    /// # Errors
+    /// When the worker cannot be started or does not come up within the start deadline.
+    pub fn spawn(spec: WorkerSpec) -> Result<WorkerHandle> {
+        let mut handle =
+            WorkerHandle { spec, live: None, load_errors: Vec::new(), started: 0, pid: Arc::new(AtomicU32::new(0)) };
+        handle.start()?;
+        Ok(handle)
+    }
+
+    /// The load errors the current worker reported as it started.
+    pub fn load_errors(&self) -> &[Error] {
+        &self.load_errors
+    }
+
+    /// How many workers were started so far (1 until one died or was killed).
+    pub fn workers_started(&self) -> u64 {
+        self.started
+    }
+
+    /// The current worker's process id.
+    pub fn worker_pid(&self) -> Option<u32> {
+        self.live.as_ref().map(|l| l.child.id())
+    }
+
+    /// What interrupts this handle's running call from another thread.
+    pub fn interrupter(&self) -> WorkerInterrupter {
+        WorkerInterrupter(Arc::clone(&self.pid))
+    }
+
+    fn start(&mut self) -> Result<()> {
+        self.pid.store(0, Ordering::SeqCst);
+        self.live = None;
+        let (mine, theirs) =
+            UnixStream::pair().map_err(|e| crashed(format!("cannot make the worker's socket: {e}")))?;
+        let theirs_fd = std::os::fd::AsRawFd::as_raw_fd(&theirs);
+        let memory = self.spec.memory_bytes;
+        let mut command = Command::new(&self.spec.program);
+        command
+            .args(&self.spec.args)
+            .envs(self.spec.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        // SAFETY: only async-signal-safe calls (dup2, setrlimit) between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                if theirs_fd == WORKER_FD {
+                    // dup2 onto itself would keep close-on-exec set.
+                    if libc::fcntl(WORKER_FD, libc::F_SETFD, 0) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                } else if libc::dup2(theirs_fd, WORKER_FD) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let limit = libc::rlimit { rlim_cur: memory as libc::rlim_t, rlim_max: memory as libc::rlim_t };
+                if libc::setrlimit(libc::RLIMIT_AS, &limit) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command.spawn().map_err(|e| crashed(format!("cannot start the worker: {e}")))?;
+        drop(theirs);
+        self.started += 1;
+        self.pid.store(child.id(), Ordering::SeqCst);
+        let reader = mine.try_clone().map_err(|e| crashed(format!("cannot read the worker's socket: {e}")))?;
+        let (tx, replies) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("toolhost-worker-reader".into())
+            .spawn(move || {
+                for line in BufReader::new(reader).lines() {
+                    let Ok(line) = line else { break };
+                    // A line that is not a reply means the worker is not sane: treat as dead.
+                    let Ok(reply) = serde_json::from_str::<Reply>(&line) else { break };
+                    if tx.send(Some(reply)).is_err() {
+                        return;
+                    }
+                }
+                let _ = tx.send(None);
+            })
+            .map_err(|e| crashed(format!("cannot start the worker's reader: {e}")))?;
+        let live = Live { child, to_worker: mine, replies };
+        match live.replies.recv_timeout(self.spec.start_deadline) {
+            Ok(Some(Reply::LoadErrors(errors))) => self.load_errors = errors,
+            Ok(_) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(crashed("the worker stopped before its host was built".into()));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                return Err(Error::new(ErrorKind::Timeout, "the worker did not start in time"));
+            }
+        }
+        self.live = Some(live);
+        Ok(())
+    }
+
+    /// Sends `request` to the worker (starting one if none runs) and waits for the reply within
+    /// the request's deadline plus the grace.
+    ///
+    /// # Errors
+    /// `crashed` when the worker died, `timeout` when it overran (it is then killed); the next
+    /// request starts a fresh worker.
+    pub fn request(&mut self, request: &Request) -> Result<Reply> {
+        if self.live.is_none() {
+            self.start()?;
+        }
+        let limit = self.spec.deadline(request) + self.spec.grace;
+        let outcome = match self.live.as_mut() {
+            Some(live) => exchange(live, request, limit),
+            None => Err(crashed("no worker runs".into())),
+        };
+        if outcome.is_err() {
+            // Killed (dropped) now; the next request starts a fresh one.
+            self.pid.store(0, Ordering::SeqCst);
+            self.live = None;
+        }
+        outcome
+    }
+
+    /// Runs one JSON call in the worker. A worker that dies or overruns ends it with `crashed` or
+    /// `timeout`.
+    pub fn run_call(&mut self, call: CallRequest) -> CallRecord {
+        let (tool, arguments) = (call.tool.clone(), call.arguments.clone());
+        let started = std::time::Instant::now();
+        let mut record = match self.request(&Request::Call(call)) {
+            Ok(Reply::Call(record)) => return *record,
+            Ok(_) => failed_record(tool, arguments, crashed("the worker answered out of turn".into())),
+            Err(e) => failed_record(tool.clone(), arguments, e.with_tool(&tool)),
+        };
+        record.elapsed = started.elapsed();
+        record
+    }
+
+    /// [`WorkerHandle::run_call`] with JSON arguments as text.
+    pub fn call(&mut self, tool: &str, arguments: &str) -> CallRecord {
+        self.run_call(CallRequest::new(tool, arguments))
+    }
+}
+
+/// The CPU seconds `pid` has used so far (user and system), from /proc; `None` when unreadable.
+fn cpu_seconds(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; the fields after its closing parenthesis are
+    // state (3), ... utime (14), stime (15).
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf only reads a constant.
+    let per_second = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok().filter(|&t| t > 0)?;
+    Some(ticks / per_second)
+}
+
+/// Bounds the CPU time the worker may use for the next request (`RLIMIT_CPU`, set from here with
+/// prlimit): what it used so far plus the request's limit for each core, and some slack. A backstop
+/// behind the wall-clock deadline, which is what normally ends a call: the kernel stops a worker
+/// that burns CPU past it (SIGXCPU) even if this process could not.
+fn bound_cpu(pid: u32, limit: Duration) {
+    let Some(used) = cpu_seconds(pid) else { return };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    let soft = used + limit.as_secs().saturating_add(1).saturating_mul(cores) + 5;
+    // Only the soft limit moves (SIGXCPU ends the worker there): lowering the hard limit could not
+    // be undone for the next request without privileges.
+    let bound = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: libc::RLIM_INFINITY };
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        // SAFETY: prlimit on our own child with a valid rlimit; the old value is not asked for.
+        unsafe { libc::prlimit(pid, libc::RLIMIT_CPU, &bound, std::ptr::null_mut()) };
+    }
+}
+
+fn exchange(live: &mut Live, request: &Request, limit: Duration) -> Result<Reply> {
+    bound_cpu(live.child.id(), limit);
+    let mut line = serde_json::to_string(request).map_err(|e| crashed(format!("cannot send the request: {e}")))?;
+    line.push('\n');
+    live.to_worker
+        .write_all(line.as_bytes())
+        .and_then(|()| live.to_worker.flush())
+        .map_err(|_| crashed(died(&mut live.child)))?;
+    match live.replies.recv_timeout(limit) {
+        Ok(Some(reply)) => Ok(reply),
+        Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => Err(crashed(died(&mut live.child))),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            // An interrupt first, so a running shell-exec kills its command's process group
+            // (which SIGKILL of the worker alone would leave running); then the kill.
+            if let Ok(pid) = libc::pid_t::try_from(live.child.id()) {
+                // SAFETY: a signal to our own child, which has not been waited for yet.
+                unsafe { libc::kill(pid, libc::SIGINT) };
+                let _ = live.replies.recv_timeout(INTERRUPT_GRACE);
+            }
+            let _ = live.child.kill();
+            Err(Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "the call ran past its time limit of {:.1} s and was stopped (its worker process was killed \
+                     and a fresh one takes the next call)",
+                    limit.as_secs_f64()
+                ),
+            ))
+        }
+    }
+}
+
+/// Why the worker died, as far as its exit status tells.
+fn died(child: &mut Child) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let status = (0..200).find_map(|_| match child.try_wait() {
+        Ok(Some(status)) => Some(status),
+        Ok(None) => {
+            std::thread::sleep(Duration::from_millis(10));
+            None
+        }
+        Err(_) => None,
+    });
+    let how = match status.and_then(|s| s.signal()) {
+        Some(libc::SIGSEGV) | Some(libc::SIGBUS) => " (it overflowed its stack or touched bad memory)".to_string(),
+        Some(libc::SIGABRT) => " (it aborted, most often out of memory: a value too large was built)".to_string(),
+        Some(libc::SIGXCPU) => " (it used up its CPU time)".to_string(),
+        Some(libc::SIGKILL) => " (it was killed)".to_string(),
+        Some(n) => format!(" (signal {n})"),
+        None => status.and_then(|s| s.code()).map(|c| format!(" (exit status {c})")).unwrap_or_default(),
+    };
+    format!("the tool crashed its worker process{how}; the call was lost, and a fresh worker takes the next call")
+}
+
+fn crashed(message: String) -> Error {
+    Error::new(ErrorKind::Crashed, message)
+}
+
+fn failed_record(tool: String, arguments: String, error: Error) -> CallRecord {
+    CallRecord {
+        tool,
+        arguments: serde_json::from_str(&arguments).unwrap_or(Value::String(arguments)),
+        tidied: None,
+        notes: Vec::new(),
+        decision: None,
+        result: Err(error),
+        elapsed: Duration::ZERO,
+    }
+}
+
+/// The worker's side: builds the host from `builder`, says it is ready (its load errors), then
+/// answers requests read from [`WORKER_FD`] until the other end closes. Standard output is pointed
+/// at standard error first, so nothing the host prints can reach whoever reads the parent's.
+/// Returns the exit code.
+pub fn serve(builder: HostBuilder) -> i32 {
+    use std::os::fd::FromRawFd;
+    // SAFETY: descriptor 3 was set up by the parent (see `WorkerHandle::start`) and is owned here
+    // alone; dup2 only redirects descriptor 1.
+    let socket = unsafe {
+        libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO);
+        UnixStream::from_raw_fd(WORKER_FD)
+    };
+    let Ok(mut writer) = socket.try_clone() else { return 1 };
+    let mut host = match builder.display_to_stderr(true).build() {
+        Ok(host) => host,
+        Err(e) => {
+            eprintln!("toolhost worker: {e}");
+            return 1;
+        }
+    };
+    // Ctrl-C at a terminal reaches the worker too (and the parent passes its interrupts on as
+    // SIGINT): each one interrupts the running call instead of killing the worker.
+    let interrupter = host.interrupter();
+    let _ = ctrlc::set_handler(move || interrupter.interrupt());
+    let send = |writer: &mut UnixStream, reply: &Reply| -> bool {
+        let Ok(mut line) = serde_json::to_string(reply) else { return false };
+        line.push('\n');
+        writer.write_all(line.as_bytes()).and_then(|()| writer.flush()).is_ok()
+    };
+    if !send(&mut writer, &Reply::LoadErrors(host.load_errors().to_vec())) {
+        return 1;
+    }
+    for line in BufReader::new(socket).lines() {
+        let Ok(line) = line else { break };
+        let Ok(request) = serde_json::from_str::<Request>(&line) else { break };
+        let reply = answer(&mut host, request);
+        if !send(&mut writer, &reply) {
+            break;
+        }
+    }
+    0
+}

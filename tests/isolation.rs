@@ -1,0 +1,141 @@
+//! Isolation (design section 18): a tool that overflows the stack, allocates without bound, loops
+//! or runs a long builtin ends its call with `crashed` or `timeout` within the deadline plus the
+//! grace, and the next call works on a fresh worker. And a load test: 10,000 calls through one
+//! handle, every result right, the worker's memory flat.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+use toolhost::worker::{WorkerHandle, WorkerSpec};
+
+const TOOLS: &str = r#"
+(define-tool (deep) "Hashes a value nested a million deep (the hash recurses: stack overflow)."
+  (let loop ((i 0) (v '()))
+    (if (= i 1000000) (begin (hash-insert (hash) v 1) "hashed") (loop (+ i 1) (list v)))))
+(define-tool (huge) "Asks for a vector of a hundred billion slots."
+  (vector-length (make-vector 100000000000 0)))
+(define-tool (spin) "Loops forever." (let loop () (loop)))
+(define-tool (echo (x string "X")) "Gives x back." x)
+(define-tool (nap) "Runs a long command from Scheme." (shell-exec "sleep 41.25"))
+"#;
+
+/// A worker on a workspace of `dir`, loading the test tools from `tools`, with a 2 s deadline and
+/// a home of its own (the real user's config is never read).
+fn worker(dir: &Path, tools: &Path, home: &Path) -> WorkerHandle {
+    let args = ["--root", &dir.display().to_string(), "--tools", &tools.display().to_string(), "worker"];
+    let mut spec = WorkerSpec::new(env!("CARGO_BIN_EXE_toolhost"), args.iter().map(|s| s.to_string()).collect());
+    spec.call_deadline = Duration::from_secs(2);
+    spec.grace = Duration::from_secs(1);
+    spec.memory_bytes = 2 << 30;
+    spec.env = vec![
+        ("HOME".into(), home.display().to_string()),
+        ("XDG_CONFIG_HOME".into(), home.join("xdg-config").display().to_string()),
+    ];
+    let handle = WorkerHandle::spawn(spec).expect("worker starts");
+    assert!(handle.load_errors().is_empty(), "{:?}", handle.load_errors());
+    handle
+}
+
+fn kind(record: &toolhost::CallRecord) -> String {
+    match &record.result {
+        Ok(v) => format!("ok: {v}"),
+        Err(e) => e.kind().as_str().to_string(),
+    }
+}
+
+/// Resident memory of process `pid` in KiB, from /proc.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn crashes_and_hangs_end_the_call_and_the_next_call_works() {
+    let dir = workspace(&[]);
+    let tools = tempfile::tempdir().unwrap();
+    write(tools.path(), "t.scm", TOOLS);
+    let home = tempfile::tempdir().unwrap();
+    let mut worker = worker(dir.path(), tools.path(), home.path());
+    for (tool, expected) in [("deep", "crashed"), ("huge", "crashed"), ("spin", "timeout"), ("nap", "timeout")] {
+        let first = worker.worker_pid();
+        let started = Instant::now();
+        let record = worker.call(tool, "{}");
+        let took = started.elapsed();
+        assert_eq!(kind(&record), expected, "{tool}: {:?}", record.result);
+        // Deadline 2 s + grace 1 s, and generous room for a loaded machine.
+        assert!(took < Duration::from_secs(20), "{tool} took {took:?}");
+        let next = worker.call("echo", r#"{"x":"alive"}"#);
+        assert_eq!(next.result.as_ref().ok(), Some(&Value::String("alive".into())), "after {tool}");
+        assert_ne!(worker.worker_pid(), first, "{tool}: a fresh worker took over");
+    }
+    // The nested shell-exec's command did not outlive its call.
+    eventually("the nested command to be gone", || processes_with_arg("41.25").is_empty());
+}
+
+#[test]
+fn ten_thousand_calls_through_one_handle_are_all_right_and_memory_stays_flat() {
+    let dir = workspace(&[("sub/b.txt", "b\n")]);
+    let tools = tempfile::tempdir().unwrap();
+    write(tools.path(), "t.scm", TOOLS);
+    let home = tempfile::tempdir().unwrap();
+    let mut worker = worker(dir.path(), tools.path(), home.path());
+    let mut rss = Vec::new();
+    for i in 0..10_000u32 {
+        let (tool, args, expected): (&str, String, &str) = match i % 10 {
+            _ if i == 1_000 => ("deep", "{}".into(), "crashed"),
+            _ if i == 2_000 => ("spin", "{}".into(), "timeout"),
+            0 => (
+                "fs-read",
+                r#"{"path":"a.txt","start":5,"count":1}"#.into(),
+                "ok: \"5\\tline 5\\n... 295 more lines; next start 6\\n\"",
+            ),
+            1 => ("fs-read", r#"{"path":"../etc/passwd"}"#.into(), "denied"),
+            2 => ("fs-read", r#"{"path":"a.txt","limit":2}"#.into(), "unknown_argument"),
+            3 => ("echo", format!(r#"{{"x":"n{i}"}}"#), ""),
+            4 => ("nope", "{}".into(), "unknown_tool"),
+            5 => ("fs-read", "{not json".into(), "bad_arguments"),
+            6 => ("fs-list", r#"{"path":"sub"}"#.into(), "ok: \"b.txt\\n\""),
+            7 => ("echo", r#"{"x":1,"x":2}"#.into(), "bad_arguments"),
+            8 => ("index-grep", r#"{"pattern":"^b$"}"#.into(), "ok: \"sub/b.txt:1:b\\n\""),
+            _ => ("echo", "{}".into(), "missing_argument"),
+        };
+        let record = worker.call(tool, &args);
+        let got = kind(&record);
+        if expected.is_empty() {
+            assert_eq!(got, format!("ok: \"n{i}\""), "call {i}");
+        } else {
+            assert_eq!(got, expected, "call {i}: {tool} {args}");
+        }
+        if i >= 2_500 && i % 2_500 == 0 || i == 9_999 {
+            rss.push((i, rss_kib(worker.worker_pid().unwrap())));
+        }
+    }
+    eprintln!("worker RSS (call, KiB): {rss:?}; workers started: {}", worker.workers_started());
+    assert_eq!(worker.workers_started(), 3, "one start, one after the crash, one after the timeout");
+    let (first, last) = (rss[0].1, rss[rss.len() - 1].1);
+    assert!(last <= first + first / 4 + 8 * 1024, "the worker's memory grew from {first} KiB to {last} KiB");
+}
+
+#[test]
+fn toolhost_call_answers_crashed_when_the_tool_kills_its_worker() {
+    let dir = workspace(&[]);
+    let tools = tempfile::tempdir().unwrap();
+    write(tools.path(), "t.scm", TOOLS);
+    let home = Home::new();
+    let tools_arg = tools.path().display().to_string();
+    let out = home.run(dir.path(), &["--tools", &tools_arg, "call", "deep", "{}"], None);
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("one JSON answer");
+    assert_eq!(answer["error"]["kind"], "crashed", "{answer}");
+    assert_eq!(out.status.code(), Some(1));
+    let out = home.run(dir.path(), &["--tools", &tools_arg, "--no-isolate", "call", "echo", r#"{"x":"in"}"#], None);
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("one JSON answer");
+    assert_eq!(answer["result"], "in", "{answer}");
+}
