@@ -509,8 +509,53 @@ fn a_scheme_tool_from_a_tools_folder_is_called_by_the_model_with_a_list_sent_as_
     let offered = requests[0].json()["tools"].as_array().unwrap().iter().any(|t| t["function"]["name"] == "tally");
     assert!(offered, "the Scheme tool is in the catalogue");
     assert_eq!(requests[1].json()["messages"][3], json!({"role": "tool", "tool_call_id": "t1", "content": "2"}));
-    // MCP: once the host has MCP tools (issue 9), a session here must also offer and call one; see
-    // the note in src/agent/mod.rs.
+}
+
+#[test]
+fn a_scheme_tool_and_an_mcp_tool_are_called_by_the_model_in_one_session() {
+    let tools = tempfile::tempdir().unwrap();
+    write(tools.path(), "shout.scm", "(define-tool (shout (text string \"Text\")) \"Shout.\" (string-upcase text))\n");
+    let config = peers::stdio_entry("fixture", &peers::fixture_server(), &[], None);
+    let dir = workspace(&[("mcp.toml", &config)]);
+    let server = ModelServer::start(vec![
+        // One reply, two calls: the Scheme tool, and the MCP tool under the name providers see.
+        Scripted::calls(&[
+            ("c1", "shout", r#"{"text":"hi"}"#),
+            ("c2", "fixture__args", r#"{"text":"","flag":false,"count":0}"#),
+        ]),
+        Scripted::text("done"),
+    ]);
+    let (url, folder) = (server.base_url(), tools.path().display().to_string());
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("s.jsonl").display().to_string();
+    let args = ["--config", "mcp.toml", "--tools", &folder, "agent", "--base-url", &url, "--model", "m", "--log", &log];
+    let mut all = args.to_vec();
+    all.push("Shout and ask.");
+    let out = run(&Home::new(), dir.path(), &all);
+    assert_eq!((out.status.code(), stdout(&out)), (Some(0), "done\n".to_string()), "{}", stderr(&out));
+    let requests = server.requests();
+    let offered: Vec<Value> =
+        requests[0].json()["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].clone()).collect();
+    assert!(offered.contains(&json!("shout")) && offered.contains(&json!("fixture__args")), "{offered:?}");
+    let messages = requests[1].json()["messages"].clone();
+    assert_eq!(messages[3], json!({"role": "tool", "tool_call_id": "c1", "content": "HI"}));
+    assert_eq!(messages[4]["tool_call_id"], "c2");
+    let content = messages[4]["content"].as_str().unwrap();
+    let received: Value = serde_json::from_str(content).unwrap_or_else(|e| panic!("{e}: {content}"));
+    assert_eq!(
+        received,
+        json!({"text": "", "flag": false, "count": 0}),
+        "\"\", false and 0 reach the MCP server as given"
+    );
+    let calls: Vec<String> = read_log(Path::new(&log))
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e {
+            Entry::Call { record, .. } => Some(record.tool),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls, ["shout", "fixture__args"], "both call records are in the log");
 }
 
 #[test]

@@ -5,19 +5,14 @@
 //! model.
 //!
 //! The loop sees the host only through its handle and its catalogue, so every tool the host has
-//! (built-in, Scheme, and MCP tools once the host has them) is offered and called the same way.
+//! (built-in, Scheme and MCP tools) is offered and called the same way.
 //!
 //! # MCP tools
 //!
 //! MCP tools (`server.tool`) reach the loop as more entries of the catalogue, under their provider
 //! names (`server__tool`), and their calls come back through the same call path, which maps the
-//! names back; the loop has no MCP code of its own. The mixed-session test of issue 10 (a Scheme
-//! tool from a `--tools` folder and an MCP tool called by the model in one session) has its Scheme
-//! half in `tests/agent.rs`
-//! (`a_scheme_tool_from_a_tools_folder_is_called_by_the_model_with_a_list_sent_as_json_text`); its
-//! MCP half belongs there once the host starts `[[mcp]]` servers: the same session with a fixture
-//! MCP server in the config, the model calling `server__tool`, and the result checked in the tool
-//! message.
+//! names back; the loop has no MCP code of its own (`tests/agent.rs` has a session in which the
+//! model calls a Scheme tool and an MCP tool in one reply).
 //!
 //! # Stopping
 //!
