@@ -442,7 +442,60 @@ fn type_name(value: &SteelVal) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    /// Any JSON value a model could send: integers in range, finite floats, strings with any
+    /// characters, and nesting deeper than the conversion allows.
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            (-1e12f64..1e12f64).prop_map(|f| json!(f)),
+            ".*".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(160, 400, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec((".{0,8}", inner), 0..4)
+                    .prop_map(|pairs| Value::Object(pairs.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn depth(value: &Value) -> usize {
+        match value {
+            Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+            Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        /// Whatever JSON comes, conversion never panics: it gives a value, or an error for nesting
+        /// past the limit; and what converts comes back as the same JSON (null inside a list or an
+        /// object is void and comes back as null).
+        #[test]
+        fn any_json_converts_back_to_itself_or_is_refused_for_depth(value in any_json()) {
+            for ty in ParamType::ALL {
+                let _ = json_to_scheme(&value, ty);
+            }
+            match json_to_scheme(&value, ParamType::Any) {
+                Ok(scheme) => {
+                    let back = scheme_to_json(&scheme).unwrap();
+                    let same = back == value
+                        || (back.as_f64().is_some() && back.as_f64() == value.as_f64());
+                    prop_assert!(same, "{value} came back as {back}");
+                    prop_assert!(check_scheme(&scheme, ParamType::Any).is_ok());
+                }
+                Err(Mismatch::TooDeep) => prop_assert!(depth(&value) > MAX_DEPTH, "{value}"),
+                Err(other) => prop_assert!(false, "{value}: {other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn integers_stay_integers_both_ways() {

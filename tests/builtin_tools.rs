@@ -539,3 +539,13 @@ fn shell_exec_notes_output_that_is_not_utf8() {
     let clean = ok_text(&host.call("shell-exec", json!({"cmd": "echo café"})));
     assert!(!clean.contains("not UTF-8"), "{clean}");
 }
+
+#[test]
+fn index_grep_notes_match_lines_that_are_not_utf8() {
+    let dir = workspace(&[]);
+    std::fs::write(dir.path().join("latin1.txt"), b"needle caf\xe9 here\nother\n").unwrap();
+    let mut host = host(&dir);
+    let text = ok_text(&host.call("index-grep", json!({"pattern": "needle"})));
+    assert!(text.starts_with("latin1.txt:1:needle caf\u{fffd} here\n"), "{text}");
+    assert!(text.contains("[note: 1 matching line held bytes that are not UTF-8"), "{text}");
+}

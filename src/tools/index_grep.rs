@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
-use grep_searcher::{sinks::Lossy, BinaryDetection, SearcherBuilder};
+use grep_searcher::{sinks::Bytes, BinaryDetection, SearcherBuilder};
 use ignore::{WalkBuilder, WalkState};
 use rustix::fs::{Mode, OFlags};
 
@@ -89,6 +89,8 @@ struct FileMatches {
     path: String,
     lines: Vec<(u64, String)>,
     total: u64,
+    /// How many of the kept lines held bytes that are not UTF-8 (shown as U+FFFD).
+    lossy: usize,
 }
 
 /// Why `pattern` is not a regular expression, shown on the pattern as written: grep-regex reports
@@ -132,9 +134,12 @@ fn search(ctx: &ToolCtx, pattern: &str, glob: Option<&str>) -> Result<Vec<FileMa
             }
             let mut lines = Vec::new();
             let mut total = 0u64;
-            let sink = Lossy(|number, text| {
+            let mut lossy = 0usize;
+            let sink = Bytes(|number, bytes| {
                 total += 1;
                 if lines.len() < cap {
+                    let text = String::from_utf8_lossy(bytes);
+                    lossy += usize::from(matches!(text, std::borrow::Cow::Owned(_)));
                     lines.push((number, cut_line(text.trim_end_matches(['\n', '\r']), line_chars)));
                 }
                 Ok(true)
@@ -151,7 +156,7 @@ fn search(ctx: &ToolCtx, pattern: &str, glob: Option<&str>) -> Result<Vec<FileMa
             }
             if searcher.search_file(&matcher, &file, sink).is_ok() && total > 0 {
                 if let Ok(mut found) = found.lock() {
-                    found.push(FileMatches { path: relative.to_string_lossy().into_owned(), lines, total });
+                    found.push(FileMatches { path: relative.to_string_lossy().into_owned(), lines, total, lossy });
                 }
             }
             WalkState::Continue
@@ -187,6 +192,13 @@ fn index_grep(ctx: &ToolCtx, pattern: String, glob: Option<String>) -> Result<St
             "... {} matching lines in {} files, first {shown} shown; narrow the pattern or the glob\n",
             thousands(total),
             thousands(found.len() as u64)
+        ));
+    }
+    let lossy: usize = found.iter().map(|f| f.lossy).sum();
+    if lossy > 0 {
+        out.push_str(&format!(
+            "[note: {lossy} matching line{} held bytes that are not UTF-8, shown as \u{fffd}]\n",
+            if lossy == 1 { "" } else { "s" }
         ));
     }
     Ok(out)
