@@ -138,6 +138,13 @@ impl CallRecord {
         }
     }
 
+    /// The record of a call that never reached a host (its thread or worker had stopped): the
+    /// request as it came, and the error.
+    pub fn failed(tool: String, arguments: String, error: Error) -> Self {
+        let arguments = serde_json::from_str(&arguments).unwrap_or(Value::String(arguments));
+        CallRecord { result: Err(error), ..CallRecord::new(&tool, arguments) }
+    }
+
     /// The JSON object `toolhost call` prints:
     /// `{"ok":true,"result":R,"notes":[...]}` or
     /// `{"ok":false,"error":{"kind":K,"message":M},"notes":[...]}`.

@@ -200,8 +200,8 @@ impl HostHandle {
         let (tool, arguments) = (call.tool.clone(), call.arguments.clone());
         match self.request(Request::Call(call)) {
             Ok(Reply::Call(record)) => *record,
-            Ok(other) => failed_record(tool, arguments, unexpected(&other)),
-            Err(e) => failed_record(tool, arguments, e),
+            Ok(other) => CallRecord::failed(tool, arguments, unexpected(&other)),
+            Err(e) => CallRecord::failed(tool, arguments, e),
         }
     }
 
@@ -282,18 +282,6 @@ fn stopped() -> Error {
 
 fn unexpected(reply: &Reply) -> Error {
     Error::tool_failed(format!("the host answered with an unexpected reply: {reply:?}"))
-}
-
-fn failed_record(tool: String, arguments: String, error: Error) -> CallRecord {
-    CallRecord {
-        tool,
-        arguments: serde_json::from_str(&arguments).unwrap_or(Value::String(arguments)),
-        tidied: None,
-        notes: Vec::new(),
-        decision: None,
-        result: Err(error),
-        elapsed: Duration::ZERO,
-    }
 }
 
 #[cfg(test)]

@@ -17,8 +17,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::call::{CallRecord, CallRequest};
 use crate::error::{Error, ErrorKind, Result};
 use crate::handle::{answer, Reply, Request};
@@ -253,8 +251,8 @@ impl WorkerHandle {
         let started = std::time::Instant::now();
         let mut record = match self.request(&Request::Call(call)) {
             Ok(Reply::Call(record)) => return *record,
-            Ok(_) => failed_record(tool, arguments, crashed("the worker answered out of turn".into())),
-            Err(e) => failed_record(tool.clone(), arguments, e.with_tool(&tool)),
+            Ok(_) => CallRecord::failed(tool, arguments, crashed("the worker answered out of turn".into())),
+            Err(e) => CallRecord::failed(tool.clone(), arguments, e.with_tool(&tool)),
         };
         record.elapsed = started.elapsed();
         record
@@ -351,18 +349,6 @@ fn died(child: &mut Child) -> String {
 
 fn crashed(message: String) -> Error {
     Error::new(ErrorKind::Crashed, message)
-}
-
-fn failed_record(tool: String, arguments: String, error: Error) -> CallRecord {
-    CallRecord {
-        tool,
-        arguments: serde_json::from_str(&arguments).unwrap_or(Value::String(arguments)),
-        tidied: None,
-        notes: Vec::new(),
-        decision: None,
-        result: Err(error),
-        elapsed: Duration::ZERO,
-    }
 }
 
 /// The worker's side: builds the host from `builder`, says it is ready (its load errors), then

@@ -582,15 +582,7 @@ fn ctrl_c_stops_the_running_call_and_ends_the_session_with_the_log_flushed() {
         &log_arg,
         "Spin.",
     ];
-    let mut child = home
-        .command(dir.path(), &args)
-        .env_remove("HTTP_PROXY")
-        .env_remove("http_proxy")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = home.spawn(dir.path(), &args);
     // The reply is in the log once the call is about to run; the handler is installed by then.
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while !std::fs::read_to_string(&log).unwrap_or_default().contains(r#""type":"reply""#) {
@@ -626,15 +618,7 @@ fn ctrl_c_kills_a_running_shell_exec_command_with_its_processes() {
     let url = server.base_url();
     let home = Home::new();
     let args = ["--yes", "agent", "--base-url", &url, "--model", "m", "Sleep."];
-    let mut child = home
-        .command(dir.path(), &args)
-        .env_remove("HTTP_PROXY")
-        .env_remove("http_proxy")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = home.spawn(dir.path(), &args);
     eventually("the command to start", || !processes_with_arg("51.5").is_empty());
     // SAFETY: kill(2) on the child's own pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };

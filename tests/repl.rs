@@ -120,12 +120,7 @@ fn sigint_stops_eval_and_call_and_kills_the_command_s_processes() {
         (vec!["eval", "(shell-exec \"sleep 41.5\")"], "41.5"),
         (vec!["call", "shell-exec", r#"{"cmd": "sleep 42.5"}"#], "42.5"),
     ] {
-        let child = home
-            .command(dir.path(), &args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = home.spawn(dir.path(), &args);
         eventually("the command to start", || !processes_with_arg(marker).is_empty());
         // SAFETY: kill only sends a signal to the child this test started.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };

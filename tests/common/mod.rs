@@ -98,6 +98,16 @@ impl Home {
         }
     }
 
+    /// Starts `toolhost ARGS` in `dir` in the background: no input, its output captured.
+    pub fn spawn(&self, dir: &Path, args: &[&str]) -> std::process::Child {
+        self.command(dir, args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("toolhost starts")
+    }
+
     /// Runs `toolhost ARGS` in `dir` with `stdin` as its input (none: closed).
     pub fn run(&self, dir: &Path, args: &[&str], stdin: Option<&str>) -> std::process::Output {
         use std::io::Write;
