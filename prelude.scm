@@ -18,9 +18,19 @@
 ;; Registers a tool written in Scheme. The procedure receives only the arguments that were given
 ;; (an optional parameter skipped before a later given one arrives as its type's empty value:
 ;; "" 0 #f '() or an empty hash map), so it branches on how many it got.
+;; `define-tool` bodies by name, each taking every parameter: a JSON call fills in the optional
+;; ones in Rust and calls the body at once, without building an argument list to take apart.
+(define %toolhost-bodies (hash))
+
 (define (register-tool name description params proc)
+  (%register-scheme-tool name description params proc #f))
+
+(define (%register-scheme-tool name description params proc body)
   (let ([key (%register-tool name description params proc)])
     (set! %toolhost-procs (hash-insert %toolhost-procs key proc))
+    (set! %toolhost-bodies (if body
+                               (hash-insert %toolhost-bodies key body)
+                               (hash-remove %toolhost-bodies key)))
     void))
 
 ;; The procedure a Scheme tool is bound to: checks the call against the tool's signature and the
@@ -40,12 +50,13 @@
   (syntax-rules ()
     [(_ (name (param type description flag ...) ...) tool-description body ...)
      (begin
-       (register-tool (symbol->string 'name)
-                      tool-description
-                      '((param type description flag ...) ...)
-                      (lambda args
-                        (apply (lambda (param ...) body ...)
-                               (%fill-optionals (symbol->string 'name) args))))
+       (let ([%tool-body (lambda (param ...) body ...)])
+         (%register-scheme-tool (symbol->string 'name)
+                                tool-description
+                                '((param type description flag ...) ...)
+                                (lambda args
+                                  (apply %tool-body (%fill-optionals (symbol->string 'name) args)))
+                                %tool-body))
        (define name (%tool-wrapper (symbol->string 'name))))]))
 
 ;; Helpers for tool authors.

@@ -6,7 +6,9 @@
 //! - a JSON call of a trivial Scheme `define-tool` that adds two integers (target: at most 1.5 µs);
 //! - the same Scheme tool called from a Scheme loop, against `+` in the same loop.
 //!
-//! Run with `cargo bench --bench call_path` (release build).
+//! Run with `cargo bench --bench call_path` (release build). For a profile of one path alone,
+//! `cargo bench --bench call_path -- --only rust` (or `scheme`, `loop`) runs just that path for a
+//! few seconds, e.g. under `perf record -g`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -24,6 +26,11 @@ struct AddArgs {
 
 fn add(_ctx: &ToolCtx, a: i64, b: i64) -> i64 {
     a + b
+}
+
+/// The result as JSON text, as the anchor encodes its result.
+fn result_text(record: toolhost::CallRecord) -> String {
+    serde_json::to_string(&record.result.expect("the call works")).expect("encode")
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -56,6 +63,23 @@ fn main() {
     assert_eq!(host.call_json("add", arguments).result.expect("add works"), serde_json::json!(42));
     assert_eq!(host.call_json("sadd", arguments).result.expect("sadd works"), serde_json::json!(42));
 
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(only) = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)) {
+        let tool_loop = format!("(let loop ([i 0] [s 0]) (if (< i {CALLS}) (loop (+ i 1) (sadd s 1)) s))");
+        for _ in 0..100 {
+            for _ in 0..CALLS {
+                match only.as_str() {
+                    "rust" => drop(black_box(result_text(host.call_json("add", black_box(arguments))))),
+                    "scheme" => drop(black_box(result_text(host.call_json("sadd", black_box(arguments))))),
+                    _ => break,
+                }
+            }
+            if only == "loop" {
+                black_box(host.eval(&tool_loop).expect("loop"));
+            }
+        }
+        return;
+    }
     let (mut direct, mut rust, mut scheme) = (Vec::new(), Vec::new(), Vec::new());
     let (mut loop_tool, mut loop_plus) = (Vec::new(), Vec::new());
     let loop_of = |call: &str| format!("(let loop ([i 0] [s 0]) (if (< i {CALLS}) (loop (+ i 1) ({call} s 1)) s))");
@@ -71,13 +95,13 @@ fn main() {
 
         let start = Instant::now();
         for _ in 0..CALLS {
-            black_box(host.call_json("add", black_box(arguments)).to_json());
+            black_box(result_text(host.call_json("add", black_box(arguments))));
         }
         rust.push(start.elapsed());
 
         let start = Instant::now();
         for _ in 0..CALLS {
-            black_box(host.call_json("sadd", black_box(arguments)).to_json());
+            black_box(result_text(host.call_json("sadd", black_box(arguments))));
         }
         scheme.push(start.elapsed());
 

@@ -46,7 +46,7 @@ pub fn args_from_json(sig: &Signature, args: &Map<String, Value>) -> Result<Vec<
             .with_parameter(name.as_str()));
         }
     }
-    let given = |p: &Param| args.get(&p.name).filter(|v| !v.is_null());
+    let given = |p: &Param| lookup(args, &p.name).filter(|v| !v.is_null());
     let rest_values = match &sig.rest {
         Some(rest) => given(rest).map(|v| rest_from_json(sig, rest, v)).transpose()?,
         None => None,
@@ -61,7 +61,7 @@ pub fn args_from_json(sig: &Signature, args: &Map<String, Value>) -> Result<Vec<
         match given(param) {
             Some(v) => out.push(json_arg(sig, param, v)?),
             None if !param.optional => {
-                let how = if args.contains_key(&param.name) { "is null" } else { "is missing" };
+                let how = if lookup(args, &param.name).is_some() { "is null" } else { "is missing" };
                 return Err(Error::new(
                     ErrorKind::MissingArgument,
                     format!("{}: required argument \"{}\" {how}; call it as {}", sig.name, param.name, sig.render()),
@@ -75,6 +75,29 @@ pub fn args_from_json(sig: &Signature, args: &Map<String, Value>) -> Result<Vec<
     }
     out.extend(rest_values.into_iter().flatten());
     Ok(out)
+}
+
+/// `args[name]`. A model sends a handful of arguments: comparing their names beats hashing one.
+fn lookup<'a>(args: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+    if args.len() <= 8 {
+        args.iter().find_map(|(key, value)| (key == name).then_some(value))
+    } else {
+        args.get(name)
+    }
+}
+
+/// The arguments as a `define-tool` body binds them: every absent trailing optional parameter
+/// given its type's empty value, and a rest parameter's arguments gathered into one list.
+pub(crate) fn fill_for_body(sig: &Signature, mut given: Vec<SteelVal>) -> Vec<SteelVal> {
+    if sig.rest.is_some() {
+        let rest = given.split_off(sig.params.len().min(given.len()));
+        given.push(SteelVal::ListV(rest.into_iter().collect()));
+        return given;
+    }
+    for param in sig.params.iter().skip(given.len()) {
+        given.push(skipped_value(sig, param));
+    }
+    given
 }
 
 /// The value a skipped optional parameter arrives as: its type's empty value, or void for a tool

@@ -328,15 +328,6 @@ fn tool_enter(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
 /// trailing optional parameter given its type's empty value, and a rest parameter's arguments
 /// gathered into one list.
 fn fill_optionals(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
-    let (tool, mut given) = tool_and_args(shared, a)?;
-    let sig = tool.signature();
-    if sig.rest.is_some() {
-        let rest = given.split_off(sig.params.len().min(given.len()));
-        given.push(SteelVal::ListV(rest.into_iter().collect()));
-        return Ok(SteelVal::ListV(given.into_iter().collect()));
-    }
-    for param in sig.params.iter().skip(given.len()) {
-        given.push(args::skipped_value(sig, param));
-    }
-    Ok(SteelVal::ListV(given.into_iter().collect()))
+    let (tool, given) = tool_and_args(shared, a)?;
+    Ok(SteelVal::ListV(args::fill_for_body(tool.signature(), given).into_iter().collect()))
 }

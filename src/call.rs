@@ -57,7 +57,8 @@ pub struct CallRecord {
     /// The arguments as received: the parsed JSON, or the text itself (a JSON string) when it did
     /// not parse.
     pub arguments: Value,
-    /// The arguments after tidying, when the call got that far.
+    /// The arguments after tidying, when tidying (or a strict provider's null drop) changed them;
+    /// the tool was given `arguments` as received otherwise.
     pub tidied: Option<Value>,
     /// One note for each change tidying made to the arguments.
     pub notes: Vec<String>,
@@ -180,14 +181,23 @@ pub(crate) type Runner<'a> = dyn FnMut(&Arc<Primitive>, Vec<SteelVal>) -> Result
 
 /// Runs one call through every step, the tool itself by `runner`.
 pub(crate) fn run(shared: &Shared, request: &CallRequest, runner: &mut Runner<'_>) -> CallRecord {
+    run_parts(shared, &request.tool, &request.arguments, request.options, runner)
+}
+
+/// [`run`] on a request's parts, borrowed: an in-process call copies neither name nor text.
+pub(crate) fn run_parts(
+    shared: &Shared,
+    tool: &str,
+    arguments: &str,
+    options: CallOptions,
+    runner: &mut Runner<'_>,
+) -> CallRecord {
     let started = Instant::now();
-    let tool = request.tool.as_str();
-    let text = request.arguments.trim();
-    let parsed = if text.is_empty() { Ok(Value::Object(Default::default())) } else { serde_json::from_str(text) };
+    let text = arguments.trim();
+    let parsed = if text.is_empty() { Ok((Value::Object(Default::default()), None)) } else { parse_arguments(text) };
     let mut record = match parsed {
-        Ok(arguments) => {
-            let repeated = repeated_key(text, &arguments);
-            let mut record = CallRecord::new(tool, arguments.clone());
+        Ok((arguments, repeated)) => {
+            let mut record = CallRecord::new(tool, Value::Null);
             record.result = match repeated {
                 Some(key) => Err(Error::new(
                     ErrorKind::BadArguments,
@@ -196,12 +206,13 @@ pub(crate) fn run(shared: &Shared, request: &CallRequest, runner: &mut Runner<'_
                     ),
                 )
                 .with_tool(tool)),
-                None => steps(shared, tool, arguments, request.options, &mut record, runner),
+                None => steps(shared, tool, &arguments, options, &mut record, runner),
             };
+            record.arguments = arguments;
             record
         }
         Err(e) => {
-            let mut record = CallRecord::new(tool, Value::String(request.arguments.clone()));
+            let mut record = CallRecord::new(tool, Value::String(arguments.to_string()));
             record.result = Err(Error::new(
                 ErrorKind::BadArguments,
                 format!("{tool}: the arguments are not valid JSON ({e}); send an object of parameter names to values"),
@@ -214,52 +225,92 @@ pub(crate) fn run(shared: &Shared, request: &CallRequest, runner: &mut Runner<'_
     record
 }
 
-/// The first key given twice in the top-level object of the arguments `text` (parsed as
-/// `parsed`), or of the object a JSON string there holds (tidying unwraps it). A JSON parser keeps
-/// the last of two equal keys; which one the model meant is unknown, so such a call is refused.
-fn repeated_key(text: &str, parsed: &Value) -> Option<String> {
-    use serde::Deserializer as _;
+/// Parses the arguments' JSON text once, noting the first key its top-level object gives twice
+/// (or the object a JSON string there holds: tidying unwraps it). A JSON parser keeps the last of
+/// two equal keys; which one the model meant is unknown, so such a call is refused.
+fn parse_arguments(text: &str) -> serde_json::Result<(Value, Option<String>)> {
+    use serde::de::Deserializer as _;
     let mut de = serde_json::Deserializer::from_str(text);
-    if let Ok(Some(key)) = de.deserialize_map(RepeatedKey) {
-        return Some(key);
-    }
-    match parsed {
-        Value::String(inner) => {
-            let mut de = serde_json::Deserializer::from_str(inner);
-            de.deserialize_map(RepeatedKey).ok().flatten()
-        }
+    let (value, repeated) = (&mut de).deserialize_any(TopLevel)?;
+    de.end()?;
+    let repeated = match (&value, repeated) {
+        (_, Some(key)) => Some(key),
+        (Value::String(inner), None) => match serde_json::Deserializer::from_str(inner).deserialize_any(TopLevel) {
+            Ok((Value::Object(_), repeated)) => repeated,
+            _ => None,
+        },
         _ => None,
-    }
+    };
+    Ok((value, repeated))
 }
 
-/// Reads a JSON object's keys (not keeping its values) and yields the first that repeats.
-struct RepeatedKey;
+/// Reads any JSON value as [`Value`] does; for an object, also the first key it repeats (the
+/// value kept is the last, as [`Value`] keeps it).
+struct TopLevel;
 
-impl<'de> serde::de::Visitor<'de> for RepeatedKey {
-    type Value = Option<String>;
+impl<'de> serde::de::Visitor<'de> for TopLevel {
+    type Value = (Value, Option<String>);
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON object")
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Self::Value, E> {
+        Ok((Value::Bool(v), None))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Self::Value, E> {
+        Ok((Value::from(v), None))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Self::Value, E> {
+        Ok((Value::from(v), None))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Self::Value, E> {
+        Ok((serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number), None))
+    }
+
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Self::Value, E> {
+        Ok((Value::String(v.to_string()), None))
+    }
+
+    fn visit_string<E>(self, v: String) -> std::result::Result<Self::Value, E> {
+        Ok((Value::String(v), None))
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
+        Ok((Value::Null, None))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element::<Value>()? {
+            items.push(item);
+        }
+        Ok((Value::Array(items), None))
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
-        let mut seen = std::collections::HashSet::new();
+        let mut object = serde_json::Map::new();
         let mut repeated = None;
-        // Read to the end even after a repeat: serde_json checks the object is closed.
         while let Some(key) = map.next_key::<String>()? {
-            map.next_value::<serde::de::IgnoredAny>()?;
-            if repeated.is_none() && !seen.insert(key.clone()) {
-                repeated = Some(key);
+            let value = map.next_value::<Value>()?;
+            if let Some(slot) = object.get_mut(&key) {
+                repeated.get_or_insert(key);
+                *slot = value;
+            } else {
+                object.insert(key, value);
             }
         }
-        Ok(repeated)
+        Ok((Value::Object(object), repeated))
     }
 }
 
 fn steps(
     shared: &Shared,
     tool: &str,
-    mut arguments: Value,
+    received: &Value,
     options: CallOptions,
     record: &mut CallRecord,
     runner: &mut Runner<'_>,
@@ -268,38 +319,46 @@ fn steps(
         let registry = shared.registry.read().map_err(|_| Error::tool_failed("the registry lock is poisoned"))?;
         registry.get_by_provider_name(tool).cloned().ok_or_else(|| registry.unknown_tool_error(tool))?
     };
-    let name = primitive.name().to_string();
-    if options.strict {
-        tidy::drop_top_level_nulls(&mut arguments);
+    let name = primitive.name();
+    // Most calls need no tidying: the arguments are then used as received, not copied.
+    let changes = received.is_null()
+        || tidy::needs_tidy(primitive.signature(), received)
+        || (options.strict && tidy::has_top_level_nulls(received));
+    if changes {
+        let mut arguments = received.clone();
+        if options.strict {
+            tidy::drop_top_level_nulls(&mut arguments);
+        }
+        if arguments.is_null() {
+            arguments = Value::Object(Default::default());
+        }
+        record.notes.extend(tidy::tidy(primitive.signature(), &mut arguments));
+        if options.strict {
+            // Arguments that arrived wrapped in a JSON string are only an object now.
+            tidy::drop_top_level_nulls(&mut arguments);
+        }
+        record.tidied = Some(arguments);
     }
-    if arguments.is_null() {
-        arguments = Value::Object(Default::default());
-    }
-    record.notes.extend(tidy::tidy(primitive.signature(), &mut arguments));
-    if options.strict {
-        // Arguments that arrived wrapped in a JSON string are only an object now.
-        tidy::drop_top_level_nulls(&mut arguments);
-    }
-    record.tidied = Some(arguments.clone());
-    let Value::Object(map) = &arguments else {
+    let arguments = record.tidied.as_ref().unwrap_or(received);
+    let Value::Object(map) = arguments else {
         return Err(Error::new(
             ErrorKind::BadArguments,
             format!(
                 "{name}: the arguments must be a JSON object of parameter names to values, got {}; call it as {}",
-                value::describe_json(&arguments),
+                value::describe_json(arguments),
                 primitive.signature().render()
             ),
         )
-        .with_tool(&name));
+        .with_tool(name));
     };
     let values = args::args_from_json(primitive.signature(), map)?;
     let decision = shared.guard.judge(&shared.ctx, &primitive, &values)?;
-    let verdict = decision.verdict(&name);
+    let verdict = decision.verdict(name);
     record.decision = Some(decision);
     verdict?;
     let result = runner(&primitive, values)?;
     let json = value::scheme_to_json(&result)
-        .map_err(|e| Error::tool_failed(format!("{name}: its result cannot be sent back: {}", e.0)).with_tool(&name))?;
+        .map_err(|e| Error::tool_failed(format!("{name}: its result cannot be sent back: {}", e.0)).with_tool(name))?;
     Ok(cap_result(json, shared.ctx.limits.output_chars))
 }
 
@@ -308,6 +367,7 @@ fn steps(
 /// last resort for the rest, Scheme tools' results among them.)
 pub(crate) fn cap_result(result: Value, cap: usize) -> Value {
     let text = match &result {
+        Value::Null | Value::Bool(_) | Value::Number(_) => return result,
         Value::String(s) if s.len() <= cap => return result,
         Value::String(s) => s.clone(),
         other => {

@@ -16,6 +16,7 @@ use serde_json::Value;
 use steel::rvals::SteelVal;
 use steel::steel_vm::engine::Engine;
 
+use crate::args;
 use crate::bridge::{self, steel_message, Shared};
 use crate::call::{self, CallOptions, CallRecord, CallRequest};
 use crate::config::{Config, McpServerConfig};
@@ -462,7 +463,7 @@ impl Host {
 
     /// [`Host::call_json`] with options.
     pub fn call_json_with(&mut self, tool: &str, arguments: &str, options: CallOptions) -> CallRecord {
-        self.run_call(&CallRequest { tool: tool.to_string(), arguments: arguments.to_string(), options })
+        self.run_call_parts(tool, arguments, options)
     }
 
     /// Calls `tool` with arguments already parsed from JSON.
@@ -472,10 +473,14 @@ impl Host {
 
     /// Runs one call request through the call path.
     pub fn run_call(&mut self, request: &CallRequest) -> CallRecord {
+        self.run_call_parts(&request.tool, &request.arguments, request.options)
+    }
+
+    fn run_call_parts(&mut self, tool: &str, arguments: &str, options: CallOptions) -> CallRecord {
         let shared = Arc::clone(&self.shared);
-        let record = call::run(&shared, request, &mut |tool, values| match &tool.handler {
+        let record = call::run_parts(&shared, tool, arguments, options, &mut |tool, values| match &tool.handler {
             Handler::Rust(_) => bridge::invoke_rust(&shared, tool, &values),
-            Handler::Scheme => self.call_scheme_tool(tool.name(), values),
+            Handler::Scheme => self.call_scheme_tool(tool, values),
         });
         self.consume_interrupt();
         record
@@ -879,16 +884,23 @@ impl Host {
 
     /// Calls a Scheme tool's procedure with converted arguments, under the per-call time limit.
     /// A failure keeps the kind of the tool error that caused it (a `denied` path stays `denied`).
-    fn call_scheme_tool(&mut self, name: &str, args: Vec<SteelVal>) -> Result<SteelVal> {
-        let procs = self
-            .engine
-            .extract_value("%toolhost-procs")
-            .map_err(|e| Error::tool_failed(format!("the Scheme tool table is missing: {}", steel_message(&e))))?;
-        let proc = match &procs {
-            SteelVal::HashMapV(map) => map.get(&SteelVal::StringV(name.into())).cloned(),
+    fn call_scheme_tool(&mut self, tool: &Primitive, args: Vec<SteelVal>) -> Result<SteelVal> {
+        let name = tool.name();
+        let key = SteelVal::StringV(name.into());
+        let table = |engine: &Engine, table: &str| match engine.extract_value(table) {
+            Ok(SteelVal::HashMapV(map)) => map.get(&key).cloned(),
             _ => None,
-        }
-        .ok_or_else(|| Error::tool_failed(format!("{name}: its Scheme procedure is missing")))?;
+        };
+        // A `define-tool` body takes every parameter, filled in here; a `register-tool` procedure
+        // takes the arguments as given.
+        let (proc, args) = match table(&self.engine, "%toolhost-bodies") {
+            Some(body) => (body, args::fill_for_body(tool.signature(), args)),
+            None => (
+                table(&self.engine, "%toolhost-procs")
+                    .ok_or_else(|| Error::tool_failed(format!("{name}: its Scheme procedure is missing")))?,
+                args,
+            ),
+        };
         let limit = self.shared.ctx.limits.scheme_call;
         self.shared.reset_raised();
         let armed = self.watchdog.arm(limit);

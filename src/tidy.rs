@@ -15,6 +15,27 @@ pub fn drop_top_level_nulls(arguments: &mut Value) {
     }
 }
 
+/// Whether a top-level argument is null (what [`drop_top_level_nulls`] drops).
+pub fn has_top_level_nulls(arguments: &Value) -> bool {
+    matches!(arguments, Value::Object(map) if map.values().any(Value::is_null))
+}
+
+/// Whether [`tidy`] could change `arguments`: they are a JSON string, or a parameter that is not
+/// a string is given one. The call path copies the arguments only then.
+pub fn needs_tidy(signature: &Signature, arguments: &Value) -> bool {
+    // Tidying reads a string given to a list, object, number or boolean parameter, or to the
+    // variadic one; strings under other keys stay as they are.
+    let reads_strings = |name: &str| match signature.params.iter().find(|p| p.name == name) {
+        Some(param) => !matches!(param.ty, ParamType::String | ParamType::Any),
+        None => signature.rest.as_ref().is_some_and(|rest| rest.name == name),
+    };
+    match arguments {
+        Value::String(_) => true,
+        Value::Object(map) => map.iter().any(|(name, value)| value.is_string() && reads_strings(name)),
+        _ => false,
+    }
+}
+
 /// Tidies `arguments` for the tool with `signature`, returning a note for each change.
 ///
 /// ```

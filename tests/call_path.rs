@@ -195,3 +195,19 @@ fn scheme_and_json_calls_give_the_same_values() {
         serde_json::from_str(&host.call_json("fs-read", r#"{"path":"a.txt"}"#).to_json().to_string()).unwrap();
     assert_eq!(value["ok"], json!(true));
 }
+
+#[test]
+fn the_record_keeps_tidied_arguments_only_when_tidying_changed_them() {
+    let dir = workspace(&[("a.txt", "one\ntwo\n")]);
+    let mut host = host(&dir);
+    let plain = host.call_json("fs-read", r#"{"path": "a.txt", "count": 1}"#);
+    assert_eq!(plain.arguments, json!({"path": "a.txt", "count": 1}));
+    assert_eq!(plain.tidied, None, "nothing to tidy: the tool got the arguments as received");
+    let tidied = host.call_json("fs-read", r#"{"path": "a.txt", "count": "1"}"#);
+    assert_eq!(tidied.arguments, json!({"path": "a.txt", "count": "1"}));
+    assert_eq!(tidied.tidied, Some(json!({"path": "a.txt", "count": 1})));
+    assert_eq!(ok_text(&plain), ok_text(&tidied));
+    let repeated = host.call_json("fs-read", r#"{"path": "a.txt", "path": "b.txt"}"#);
+    assert_eq!(err_of(&repeated).0, "bad_arguments", "a key given twice is refused");
+    assert_eq!(repeated.arguments, json!({"path": "b.txt"}), "the record keeps what a JSON parser keeps");
+}

@@ -321,3 +321,27 @@ fn a_tool_error_caught_and_replaced_by_the_script_keeps_the_script_s_kind() {
     let mut host = common::host(&dir);
     assert_eq!(err_of(&host.call("plain", serde_json::json!({"path": "../outside"}))).0, "denied");
 }
+
+#[test]
+fn a_define_tool_rewritten_as_register_tool_runs_the_new_procedure_after_reload() {
+    let define =
+        r#"(define-tool (greet (who string "Who") (times integer "How often" optional)) "Greet." (list who times))"#;
+    let dir = workspace(&[(".toolhost/tools/greet.scm", define)]);
+    let mut host = HostBuilder::new(dir.path()).tool_dir(dir.path().join(".toolhost/tools")).build().expect("host");
+    assert_eq!(
+        host.call_json("greet", r#"{"who": "ann"}"#).result.expect("greet"),
+        json!(["ann", 0]),
+        "every parameter bound"
+    );
+    let register = r#"(register-tool "greet" "Greet." '((who string "Who") (times integer "How often" optional)) (lambda args (length args)))"#;
+    write(dir.path(), ".toolhost/tools/greet.scm", register);
+    host.reload();
+    assert_eq!(host.call_json("greet", r#"{"who": "ann"}"#).result.expect("greet"), json!(1), "only what was given");
+    write(
+        dir.path(),
+        ".toolhost/tools/greet.scm",
+        r#"(define-tool (greet (who string "Who")) "Greet." (string-append "hi " who))"#,
+    );
+    host.reload();
+    assert_eq!(host.call_json("greet", r#"{"who": "ann"}"#).result.expect("greet"), json!("hi ann"));
+}
