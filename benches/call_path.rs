@@ -4,7 +4,10 @@
 //!   to JSON) against a direct `serde_json` decode into a struct plus the same call plus encoding
 //!   the result (target: at most 3x);
 //! - a JSON call of a trivial Scheme `define-tool` that adds two integers (target: at most 1.5 µs);
-//! - the same Scheme tool called from a Scheme loop, against `+` in the same loop.
+//! - the same Scheme tool called from a Scheme loop, against `+` in the same loop;
+//! - isolation (design section 18): a JSON call of `fs-read` through a worker process, as the
+//!   agent loop and the MCP server make it, against the same call in process (target: at most
+//!   50 µs more).
 //!
 //! Run with `cargo bench --bench call_path` (release build). For a profile of one path alone,
 //! `cargo bench --bench call_path -- --only rust` (or `scheme`, `loop`) runs just that path for a
@@ -40,6 +43,39 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 
 fn per_call(total: Duration, calls: usize) -> f64 {
     total.as_secs_f64() * 1e6 / calls as f64
+}
+
+/// A call through a `toolhost worker` process against the same call in process.
+fn isolation_figures(dir: &std::path::Path) {
+    const ISOLATED_CALLS: usize = 2_000;
+    std::fs::write(dir.join("a.txt"), "one\ntwo\nthree\n").expect("file");
+    let root = dir.display().to_string();
+    let spec = toolhost::worker::WorkerSpec::new(
+        env!("CARGO_BIN_EXE_toolhost"),
+        vec!["--root".into(), root, "worker".into()],
+    );
+    let worker = toolhost::HostHandle::spawn_worker(spec).expect("worker");
+    let mut host = HostBuilder::new(dir).build().expect("host");
+    let arguments = r#"{"path": "a.txt", "count": 2}"#;
+    assert_eq!(worker.call("fs-read", arguments).result, host.call_json("fs-read", arguments).result);
+    let (mut isolated, mut here) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        let start = Instant::now();
+        for _ in 0..ISOLATED_CALLS {
+            black_box(result_text(worker.call("fs-read", black_box(arguments))));
+        }
+        isolated.push(start.elapsed());
+        let start = Instant::now();
+        for _ in 0..ISOLATED_CALLS {
+            black_box(result_text(host.call_json("fs-read", black_box(arguments))));
+        }
+        here.push(start.elapsed());
+    }
+    let (isolated, here) = (per_call(median(isolated), ISOLATED_CALLS), per_call(median(here), ISOLATED_CALLS));
+    println!("isolation, median of {ROUNDS} alternating rounds of {ISOLATED_CALLS} fs-read calls:");
+    println!("  in process:                            {here:>8.2} µs/call");
+    println!("  through a worker process:              {isolated:>8.2} µs/call");
+    println!("  overhead:                              {:>8.2} µs/call (target: at most 50)", isolated - here);
 }
 
 fn main() {
@@ -80,7 +116,7 @@ fn main() {
         }
         return;
     }
-    let (mut direct, mut rust, mut scheme) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut direct, mut rust, mut scheme, mut parse) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut loop_tool, mut loop_plus) = (Vec::new(), Vec::new());
     let loop_of = |call: &str| format!("(let loop ([i 0] [s 0]) (if (< i {CALLS}) (loop (+ i 1) ({call} s 1)) s))");
     let (tool_loop, plus_loop) = (loop_of("sadd"), loop_of("+"));
@@ -92,6 +128,12 @@ fn main() {
             black_box(serde_json::to_string(&result).expect("encode"));
         }
         direct.push(start.elapsed());
+
+        let start = Instant::now();
+        for _ in 0..CALLS {
+            black_box(serde_json::from_str::<serde_json::Value>(black_box(arguments)).expect("decode"));
+        }
+        parse.push(start.elapsed());
 
         let start = Instant::now();
         for _ in 0..CALLS {
@@ -112,10 +154,11 @@ fn main() {
         black_box(host.eval(&plus_loop).expect("loop"));
         loop_plus.push(start.elapsed());
     }
-    let (direct, rust, scheme) = (median(direct), median(rust), median(scheme));
+    let (direct, rust, scheme, parse) = (median(direct), median(rust), median(scheme), median(parse));
     let (loop_tool, loop_plus) = (median(loop_tool), median(loop_plus));
     println!("call path, median of {ROUNDS} alternating rounds of {CALLS} calls:");
     println!("  direct serde decode + call + encode:  {:>8.3} µs/call", per_call(direct, CALLS));
+    println!("  decode into serde_json::Value alone:   {:>8.3} µs/call (the record keeps the arguments so)", per_call(parse, CALLS));
     println!("  JSON call of a Rust tool:              {:>8.3} µs/call", per_call(rust, CALLS));
     println!(
         "  ratio Rust tool / direct:              {:>8.2}   (target: at most 3)",
@@ -125,4 +168,5 @@ fn main() {
     println!("  Scheme loop calling the Scheme tool:   {:>8.3} µs/call", per_call(loop_tool, CALLS));
     println!("  Scheme loop calling +:                 {:>8.3} µs/call", per_call(loop_plus, CALLS));
     println!("  ratio tool / + in a Scheme loop:       {:>8.2}", loop_tool.as_secs_f64() / loop_plus.as_secs_f64());
+    isolation_figures(dir.path());
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::call::CallRequest;
 use crate::error::{Error, ErrorKind};
 use crate::guard::{Answer, ConfirmRequest, Confirmer};
 use crate::host::Host;
@@ -107,7 +108,12 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
     Untrust,
     /// The worker process `call` runs the host in: answers requests on descriptor 3.
     #[command(hide = true)]
-    Worker,
+    Worker {
+        /// Serve the Rust tools alone, without the interpreter or tool files: `call` of a
+        /// built-in tool starts its worker so.
+        #[arg(long)]
+        rust_tools: bool,
+    },
     /// Run the agent loop on TASK with the configured model; print its final answer.
     Agent(crate::agent::command::AgentArgs),
     /// Run a session log's calls again without a model; exit 1 if any result differs.
@@ -193,9 +199,9 @@ pub fn main() -> i32 {
         Command::Test(args) => return crate::scheme_test::command(&flags, args),
         _ => {}
     }
-    if matches!(cli.command, Command::Worker) {
+    if let Command::Worker { rust_tools } = cli.command {
         return match Setup::discover(&flags, None).and_then(|setup| setup.builder(&flags, terminal_confirmer())) {
-            Ok(builder) => crate::worker::serve(builder),
+            Ok(builder) => crate::worker::serve(builder, rust_tools),
             Err(e) => settings_error(&e),
         };
     }
@@ -212,9 +218,17 @@ pub fn main() -> i32 {
         eprintln!("{notice}");
     }
     if let Command::Call { tool, json, record } = &cli.command {
+        let json = json.as_deref().unwrap_or("{}");
         if setup.config.limits.isolate.unwrap_or(true) && !flags.no_isolate {
-            let json = json.as_deref().unwrap_or("{}");
             return isolated_call(&flags, &setup, tool, json, *record, answer_out);
+        }
+        if let Some(host) = rust_tool_host(&flags, &setup, tool) {
+            let Some(arguments) = call_arguments(json) else { return 1 };
+            let cancel = host.cancel();
+            if let Err(e) = ctrlc::set_handler(move || cancel.cancel()) {
+                eprintln!("toolhost: Ctrl-C will not interrupt the call: {e}");
+            }
+            return answer(&host.run_call(&CallRequest::new(tool.as_str(), arguments)), *record, answer_out);
         }
     }
     let builder = match setup.builder(&flags, terminal_confirmer()) {
@@ -277,7 +291,7 @@ pub fn main() -> i32 {
             0
         }
         Command::Trust | Command::Untrust | Command::Agent(_) | Command::Replay(_) | Command::Mcp => 0,
-        Command::Check(_) | Command::Test(_) | Command::Worker => 0,
+        Command::Check(_) | Command::Test(_) | Command::Worker { .. } => 0,
     }
 }
 
@@ -421,6 +435,14 @@ pub(crate) fn worker_spec(flags: &Flags, setup: &Setup) -> Option<WorkerSpec> {
     Some(spec)
 }
 
+/// The host of the Rust tools alone, when `tool` is one of them: a built-in tool needs no
+/// interpreter, so its call compiles no Scheme. (A tool file cannot take a built-in tool's name,
+/// so the name decides.)
+fn rust_tool_host(flags: &Flags, setup: &Setup, tool: &str) -> Option<crate::RustToolHost> {
+    let host = setup.builder(flags, terminal_confirmer()).and_then(crate::HostBuilder::build_rust_tools).ok()?;
+    host.has_tool(tool).then_some(host)
+}
+
 /// `call` with the host in a worker process (design section 18).
 fn isolated_call(
     flags: &Flags,
@@ -430,10 +452,13 @@ fn isolated_call(
     record: bool,
     answer_out: Option<std::fs::File>,
 ) -> i32 {
-    let Some(spec) = worker_spec(flags, setup) else {
+    let Some(mut spec) = worker_spec(flags, setup) else {
         eprintln!("toolhost: cannot tell how to start the worker process (use --no-isolate)");
         return 1;
     };
+    if rust_tool_host(flags, setup, tool).is_some() {
+        spec.args.push("--rust-tools".to_string());
+    }
     let mut worker = match WorkerHandle::spawn(spec) {
         Ok(worker) => worker,
         Err(e) => {

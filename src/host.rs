@@ -290,6 +290,56 @@ impl HostBuilder {
     }
 }
 
+impl HostBuilder {
+    /// Builds a host of the Rust tools alone (the built-in ones and those given with
+    /// [`HostBuilder::tool`]): no interpreter, no tool files, no MCP servers. It is what a one-shot
+    /// call of a built-in tool needs; the same config, limits and guard apply.
+    ///
+    /// # Errors
+    /// When the workspace root does not exist or a Rust tool is refused by the registry.
+    pub fn build_rust_tools(self) -> Result<RustToolHost> {
+        let workspace = Workspace::new(&self.root)?;
+        let mut registry = Registry::new();
+        if self.builtin_tools {
+            for tool in tools::builtin_tools(&self.limits)? {
+                registry.register(tool)?;
+            }
+        }
+        for tool in self.extra {
+            registry.register(tool)?;
+        }
+        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default() };
+        let guard = match self.confirmer {
+            Some(confirmer) => self.guard.confirmer(confirmer),
+            None => self.guard,
+        };
+        Ok(RustToolHost { shared: Arc::new(Shared::new(registry, ctx, guard, HashSet::new())) })
+    }
+}
+
+/// A host of Rust tools alone (see [`HostBuilder::build_rust_tools`]).
+pub struct RustToolHost {
+    shared: Arc<Shared>,
+}
+
+impl RustToolHost {
+    /// Whether `tool` (by its name or a provider's form of it) is one of this host's tools.
+    pub fn has_tool(&self, tool: &str) -> bool {
+        self.shared.registry.read().is_ok_and(|registry| registry.get_by_provider_name(tool).is_some())
+    }
+
+    /// Runs one call request through the call path, as [`Host::run_call`] does.
+    pub fn run_call(&self, request: &CallRequest) -> CallRecord {
+        self.shared.ctx.cancel.reset();
+        call::run(&self.shared, request, &mut |tool, values| bridge::invoke_rust(&self.shared, tool, &values))
+    }
+
+    /// The flag that stops a running tool (a `shell-exec` command and its process group).
+    pub fn cancel(&self) -> Cancel {
+        self.shared.ctx.cancel.clone()
+    }
+}
+
 /// A running tool host. See the crate docs for an example.
 pub struct Host {
     engine: Engine,

@@ -110,7 +110,7 @@ pub use context::{Limits, ToolCtx};
 pub use error::{Error, ErrorKind, Result};
 pub use guard::{Decision, Guard};
 pub use handle::HostHandle;
-pub use host::{Host, HostBuilder, Interrupter, Origin, ReloadReport};
+pub use host::{Host, HostBuilder, Interrupter, Origin, ReloadReport, RustToolHost};
 pub use param::{Param, ParamType, Signature, Skipped};
 pub use registry::{Handler, Primitive, Registry};
 pub use spec::{Annotations, SpecSet, ToolSpec};

@@ -355,7 +355,7 @@ fn crashed(message: String) -> Error {
 /// answers requests read from [`WORKER_FD`] until the other end closes. Standard output is pointed
 /// at standard error first, so nothing the host prints can reach whoever reads the parent's.
 /// Returns the exit code.
-pub fn serve(builder: HostBuilder) -> i32 {
+pub fn serve(builder: HostBuilder, rust_tools: bool) -> i32 {
     use std::os::fd::FromRawFd;
     // SAFETY: descriptor 3 was set up by the parent (see `WorkerHandle::start`) and is owned here
     // alone; dup2 only redirects descriptor 1.
@@ -364,6 +364,9 @@ pub fn serve(builder: HostBuilder) -> i32 {
         UnixStream::from_raw_fd(WORKER_FD)
     };
     let Ok(mut writer) = socket.try_clone() else { return 1 };
+    if rust_tools {
+        return serve_rust_tools(builder, socket, writer);
+    }
     let mut host = match builder.display_to_stderr(true).build() {
         Ok(host) => host,
         Err(e) => {
@@ -375,11 +378,6 @@ pub fn serve(builder: HostBuilder) -> i32 {
     // SIGINT): each one interrupts the running call instead of killing the worker.
     let interrupter = host.interrupter();
     let _ = ctrlc::set_handler(move || interrupter.interrupt());
-    let send = |writer: &mut UnixStream, reply: &Reply| -> bool {
-        let Ok(mut line) = serde_json::to_string(reply) else { return false };
-        line.push('\n');
-        writer.write_all(line.as_bytes()).and_then(|()| writer.flush()).is_ok()
-    };
     if !send(&mut writer, &Reply::LoadErrors(host.load_errors().to_vec())) {
         return 1;
     }
@@ -387,6 +385,42 @@ pub fn serve(builder: HostBuilder) -> i32 {
         let Ok(line) = line else { break };
         let Ok(request) = serde_json::from_str::<Request>(&line) else { break };
         let reply = answer(&mut host, request);
+        if !send(&mut writer, &reply) {
+            break;
+        }
+    }
+    0
+}
+
+/// Sends one reply as a JSON line; false when the parent is gone.
+fn send(writer: &mut UnixStream, reply: &Reply) -> bool {
+    let Ok(mut line) = serde_json::to_string(reply) else { return false };
+    line.push('\n');
+    writer.write_all(line.as_bytes()).and_then(|()| writer.flush()).is_ok()
+}
+
+/// [`serve`] with the Rust tools alone (see [`HostBuilder::build_rust_tools`]): calls are
+/// answered; anything else needs the interpreter, and ends the worker.
+fn serve_rust_tools(builder: HostBuilder, socket: UnixStream, mut writer: UnixStream) -> i32 {
+    let host = match builder.build_rust_tools() {
+        Ok(host) => host,
+        Err(e) => {
+            eprintln!("toolhost worker: {e}");
+            return 1;
+        }
+    };
+    let cancel = host.cancel();
+    let _ = ctrlc::set_handler(move || cancel.cancel());
+    if !send(&mut writer, &Reply::LoadErrors(Vec::new())) {
+        return 1;
+    }
+    for line in BufReader::new(socket).lines() {
+        let Ok(line) = line else { break };
+        let reply = match serde_json::from_str::<Request>(&line) {
+            Ok(Request::Call(call)) => Reply::Call(Box::new(host.run_call(&call))),
+            Ok(Request::LoadErrors) => Reply::LoadErrors(Vec::new()),
+            _ => break,
+        };
         if !send(&mut writer, &reply) {
             break;
         }

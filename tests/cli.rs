@@ -199,3 +199,28 @@ fn a_json_key_given_twice_is_refused_naming_the_key() {
     let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert!(value["error"]["message"].as_str().unwrap().contains("\"count\" is given more than once"), "{value}");
 }
+
+#[test]
+fn a_call_of_a_built_in_tool_runs_no_tool_file_and_a_scheme_tool_call_does() {
+    let dir = workspace(&[
+        ("a.txt", "one\ntwo\n"),
+        (".toolhost/tools/loud.scm", "(displayln \"loud.scm loaded\")\n(define-tool (loud) \"Loud.\" \"hi\")\n"),
+        ("toolhost.toml", "[[guard.rule]]\ntool = \"fs-write\"\naction = \"deny\"\nreason = \"read-only here\"\n"),
+    ]);
+    let home = Home::new();
+    assert_eq!(home.run(dir.path(), &["trust"], None).status.code(), Some(0));
+    for isolation in [&[][..], &["--no-isolate"][..]] {
+        let run = |args: &[&str]| home.run(dir.path(), &[isolation, args].concat(), None);
+        let read = run(&["call", "fs-read", r#"{"path": "a.txt"}"#]);
+        let value: Value = serde_json::from_str(&stdout(&read)).expect("one JSON object");
+        assert_eq!(value["result"], json!("1\tone\n2\ttwo\n"), "{isolation:?}");
+        assert!(!String::from_utf8_lossy(&read.stderr).contains("loud.scm loaded"), "{isolation:?}: no Scheme was run");
+        let write = run(&["call", "fs-write", r#"{"path": "b.txt", "content": "x"}"#]);
+        let value: Value = serde_json::from_str(&stdout(&write)).expect("one JSON object");
+        assert_eq!(value["error"]["kind"], json!("denied"), "{isolation:?}: the config's guard rules still apply");
+        assert!(!dir.path().join("b.txt").exists());
+        let loud = run(&["call", "loud"]);
+        assert_eq!(serde_json::from_str::<Value>(&stdout(&loud)).expect("one JSON object")["result"], json!("hi"));
+        assert!(String::from_utf8_lossy(&loud.stderr).contains("loud.scm loaded"), "{isolation:?}");
+    }
+}

@@ -92,7 +92,7 @@ fn fs_read(ctx: &ToolCtx, path: String, start: Option<i64>, count: Option<i64>) 
         )));
     }
     file.seek(SeekFrom::Start(0)).map_err(|e| Error::tool_failed(format!("cannot read {path}: {e}")))?;
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
     let io_err = |e: std::io::Error| Error::tool_failed(format!("cannot read {path}: {e}"));
 
     let mut line = Vec::new();

@@ -79,15 +79,15 @@ pub fn skip_lines(reader: &mut impl BufRead, n: u64) -> io::Result<u64> {
             return Ok(skipped + u64::from(partial));
         }
         let want = n - skipped;
-        let mut found = 0u64;
-        let mut used = buf.len();
-        for at in memchr_iter(b'\n', buf) {
-            found += 1;
-            if found == want {
-                used = at + 1;
-                break;
-            }
-        }
+        // Most buffers end before the line wanted: counting their newlines in bulk is several
+        // times faster than visiting each.
+        let in_buffer = memchr_iter(b'\n', buf).count() as u64;
+        let (found, used) = if in_buffer < want {
+            (in_buffer, buf.len())
+        } else {
+            let at = memchr_iter(b'\n', buf).nth((want - 1) as usize).map_or(buf.len(), |at| at + 1);
+            (want, at)
+        };
         partial = if found == want {
             false
         } else if found > 0 {
@@ -147,12 +147,15 @@ mod tests {
             ("abc", 1, 1, ""),
             ("\n\n\nx", 3, 3, "x"),
         ] {
-            // A small buffer makes lines span several fills.
-            let mut input = io::BufReader::with_capacity(2, io::Cursor::new(text.as_bytes().to_vec()));
-            assert_eq!(skip_lines(&mut input, n).unwrap(), skipped, "{text:?}");
-            let mut left = String::new();
-            io::Read::read_to_string(&mut input, &mut left).unwrap();
-            assert_eq!(left, rest, "{text:?}");
+            // A small buffer makes lines span several fills; a large one holds the line wanted
+            // and others after it.
+            for capacity in [2, 3, 64] {
+                let mut input = io::BufReader::with_capacity(capacity, io::Cursor::new(text.as_bytes().to_vec()));
+                assert_eq!(skip_lines(&mut input, n).unwrap(), skipped, "{text:?}");
+                let mut left = String::new();
+                io::Read::read_to_string(&mut input, &mut left).unwrap();
+                assert_eq!(left, rest, "{text:?} in buffers of {capacity}");
+            }
         }
     }
 
