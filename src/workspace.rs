@@ -5,16 +5,18 @@
 //! Checking a path is not enough: another process can swap a folder for a symlink between the
 //! check and the open. So tools also *open* through here: [`Workspace::open_beneath`] and
 //! [`Workspace::dir_beneath`] start from a handle on the root folder, held since the workspace was
-//! made, and open the checked (symlink-free) location one component at a time with `O_NOFOLLOW`.
+//! made, and open the checked (symlink-free) location with `openat2(RESOLVE_BENEATH |
+//! RESOLVE_NO_SYMLINKS)`, or, where the kernel lacks it, one component at a time with `O_NOFOLLOW`.
 //! A symlink found on the way, whenever it was put there, is refused rather than followed.
 
 use std::ffi::OsStr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 use crate::error::{Error, Result};
@@ -85,6 +87,19 @@ impl Workspace {
         let Some((last, folders)) = parts.split_last() else {
             return Ok(rustix::fs::openat(self.handle.as_fd(), ".", flags, mode)?);
         };
+        // One system call instead of one per folder: a search opens every file of the tree.
+        if !OPENAT2_MISSING.load(Ordering::Relaxed) {
+            let relative = real.strip_prefix(&self.root).map_err(|_| outside())?;
+            let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+            match rustix::fs::openat2(self.handle.as_fd(), relative, flags, mode, resolve) {
+                // Not in this kernel: the walk below does the same.
+                Err(Errno::NOSYS) => OPENAT2_MISSING.store(true, Ordering::Relaxed),
+                // Perhaps a seccomp filter's refusal (an immutable file's too), or a rename
+                // elsewhere racing the lookup: the walk below answers either way.
+                Err(Errno::PERM | Errno::AGAIN) => {}
+                other => return Ok(other?),
+            }
+        }
         let mut dir = rustix::fs::openat(self.handle.as_fd(), ".", dir_flags(), Mode::empty())?;
         for part in folders {
             dir = open_child_dir(&dir, part, false)?;
@@ -192,6 +207,9 @@ impl Workspace {
 }
 
 /// Flags for a folder opened only to open what is beneath it.
+/// Set once `openat2` turned out to be unavailable, so it is not tried for every open.
+static OPENAT2_MISSING: AtomicBool = AtomicBool::new(false);
+
 fn dir_flags() -> OFlags {
     OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
 }
