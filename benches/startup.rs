@@ -1,11 +1,13 @@
 //! Start-up: `toolhost eval "(+ 1 2)"` (every built-in tool, the prelude and the shipped Scheme
 //! tools loaded) against a bare steel program that builds `Engine::new()` and evaluates the same
-//! expression (design section 14: at most 0.5x). Both are whole processes, run alternately in one
-//! session so machine noise hits both alike.
+//! expression (design section 14: at most 0.2x); and the peak memory of the REPL answering that
+//! expression against the same bare program's (at most 1.5x). Both are whole processes, run
+//! alternately in one session so machine noise hits both alike.
 //!
 //! Run with `cargo bench --bench startup` (release build).
 
-use std::process::Command;
+use std::io::Write;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const RUNS: usize = 21;
@@ -30,7 +32,26 @@ fn time(command: &mut Command) -> Duration {
     elapsed
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
+/// Peak resident memory of a whole process (from wait4, which also reaps the child: clippy cannot
+/// see that), given `input` on its standard input.
+#[allow(clippy::zombie_processes)]
+fn peak_memory(command: &mut Command, input: &str) -> u64 {
+    let mut child =
+        command.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("the program starts");
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input.as_bytes()).expect("input");
+    }
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 waits for the child this function started and fills `usage`.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32, "wait4");
+    assert_eq!(status, 0, "{command:?} failed");
+    usage.ru_maxrss as u64 * 1024
+}
+
+fn median<T: Ord + Copy>(mut samples: Vec<T>) -> T {
     samples.sort();
     samples[samples.len() / 2]
 }
@@ -57,9 +78,22 @@ fn main() {
                 .env("STEEL_HOME", &steel_home),
         ));
     }
+    let (mut bare_memory, mut repl_memory) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        bare_memory.push(peak_memory(Command::new(&me).arg("--bare-engine").env("STEEL_HOME", &steel_home), ""));
+        repl_memory.push(peak_memory(
+            Command::new(toolhost).arg("repl").current_dir(workspace.path()).env("STEEL_HOME", &steel_home),
+            "(+ 1 2)\n",
+        ));
+    }
     let (bare, host) = (median(bare), median(host));
+    let (bare_memory, repl_memory) = (median(bare_memory) as f64 / 1e6, median(repl_memory) as f64 / 1e6);
     println!("start-up, median of {RUNS} whole-process runs each:");
     println!("  bare steel Engine::new() + (+ 1 2): {:>8.1} ms", bare.as_secs_f64() * 1e3);
     println!("  toolhost eval \"(+ 1 2)\":            {:>8.1} ms", host.as_secs_f64() * 1e3);
-    println!("  ratio toolhost / bare: {:.2} (target: at most 0.50)", host.as_secs_f64() / bare.as_secs_f64());
+    println!("  ratio toolhost / bare: {:.2} (target: at most 0.2)", host.as_secs_f64() / bare.as_secs_f64());
+    println!("peak memory, median of 5 whole-process runs each:");
+    println!("  bare steel program:                 {bare_memory:>8.1} MB");
+    println!("  toolhost repl answering (+ 1 2):    {repl_memory:>8.1} MB");
+    println!("  ratio REPL / bare: {:.2} (target: at most 1.5)", repl_memory / bare_memory);
 }

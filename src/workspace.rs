@@ -82,14 +82,11 @@ impl Workspace {
     /// As [`Workspace::dir_beneath`] for the folders on the way; the open's own error for the last
     /// component (`ELOOP` when it is a symlink).
     pub fn open_beneath(&self, real: &Path, flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
-        let parts = self.below_root(real)?;
         let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let Some((last, folders)) = parts.split_last() else {
-            return Ok(rustix::fs::openat(self.handle.as_fd(), ".", flags, mode)?);
-        };
-        // One system call instead of one per folder: a search opens every file of the tree.
-        if !OPENAT2_MISSING.load(Ordering::Relaxed) {
-            let relative = real.strip_prefix(&self.root).map_err(|_| outside())?;
+        // One system call instead of one per folder: a search opens every file of the tree. The
+        // kernel refuses `..` out of the root and symlinks anywhere on the way.
+        let relative = real.strip_prefix(&self.root).map_err(|_| outside())?;
+        if !relative.as_os_str().is_empty() && !OPENAT2_MISSING.load(Ordering::Relaxed) {
             let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
             match rustix::fs::openat2(self.handle.as_fd(), relative, flags, mode, resolve) {
                 // Not in this kernel: the walk below does the same.
@@ -100,6 +97,10 @@ impl Workspace {
                 other => return Ok(other?),
             }
         }
+        let parts = self.below_root(real)?;
+        let Some((last, folders)) = parts.split_last() else {
+            return Ok(rustix::fs::openat(self.handle.as_fd(), ".", flags, mode)?);
+        };
         let mut dir = rustix::fs::openat(self.handle.as_fd(), ".", dir_flags(), Mode::empty())?;
         for part in folders {
             dir = open_child_dir(&dir, part, false)?;
