@@ -296,11 +296,14 @@ impl<'de> serde::de::Visitor<'de> for TopLevel {
         let mut repeated = None;
         while let Some(key) = map.next_key::<String>()? {
             let value = map.next_value::<Value>()?;
-            if let Some(slot) = object.get_mut(&key) {
-                repeated.get_or_insert(key);
-                *slot = value;
-            } else {
-                object.insert(key, value);
+            match object.entry(key) {
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                serde_json::map::Entry::Occupied(mut slot) => {
+                    repeated.get_or_insert_with(|| slot.key().clone());
+                    slot.insert(value);
+                }
             }
         }
         Ok((Value::Object(object), repeated))
