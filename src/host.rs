@@ -243,7 +243,7 @@ impl HostBuilder {
             engine.globals().iter().map(|name| name.resolve().to_string()).collect();
         scheme_names.extend(prelude_names());
         let (mcp, load_errors) = start_mcp(&self.mcp_servers, workspace.root(), &mut registry, &scheme_names);
-        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default() };
+        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default(), search: Default::default() };
         let guard = match self.confirmer {
             Some(confirmer) => self.guard.confirmer(confirmer),
             None => self.guard,
@@ -405,6 +405,11 @@ impl Host {
     /// The limits tools run under.
     pub fn limits(&self) -> &Limits {
         &self.shared.ctx.limits
+    }
+
+    /// The workspace's search index (warm index-grep): to wait for it, read its size, or turn it off.
+    pub fn search_index(&self) -> &crate::search_index::SearchIndex {
+        &self.shared.ctx.search
     }
 
     /// A snapshot of the registry, in registration order.
