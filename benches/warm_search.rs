@@ -73,7 +73,10 @@ fn figures(tree: &Path) {
         stats.index_bytes as f64 / stats.text_bytes.max(1) as f64,
         stats.watches
     );
-    println!("  {:<24} {:>12} {:>12} {:>8}   (medians of {ROUNDS}; target: at least 5x)", "pattern", "10th query", "rg", "ratio");
+    println!(
+        "  {:<24} {:>12} {:>12} {:>8}   (medians of {ROUNDS}; target: at least 5x)",
+        "pattern", "10th query", "rg", "ratio"
+    );
     for pattern in PATTERNS {
         let (mut tenth, mut theirs) = (Vec::new(), Vec::new());
         for _ in 0..ROUNDS {

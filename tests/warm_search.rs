@@ -147,7 +147,11 @@ fn warm_answers_equal_cold_answers_through_every_kind_of_change() {
     same_answers(&mut warm, &mut cold, "the build");
 
     // Through the tools.
-    tool(&mut warm, "fs-write", json!({"path": "src/new_module.rs", "content": "fn needle_new() { unsafe fn x() {} }\n"}));
+    tool(
+        &mut warm,
+        "fs-write",
+        json!({"path": "src/new_module.rs", "content": "fn needle_new() { unsafe fn x() {} }\n"}),
+    );
     tool(&mut warm, "fs-write", json!({"path": "src/deep/er/still.rs", "content": "// FIXME needle deep\n"}));
     tool(&mut warm, "fs-edit", json!({"path": "src/fixture.rs", "old": "pub fn needle()", "new": "pub fn renamed()"}));
     same_answers(&mut warm, &mut cold, "writes and edits through the tools");

@@ -247,7 +247,19 @@ impl Info {
 /// starts every match, "abc" adds nothing.
 fn trimmed(set: Set, suffix: bool) -> Set {
     let cut = |set: &Set, n: usize| -> Set {
-        set.iter().map(|s| if s.len() > n { if suffix { s[s.len() - n..].to_vec() } else { s[..n].to_vec() } } else { s.clone() }).collect()
+        set.iter()
+            .map(|s| {
+                if s.len() > n {
+                    if suffix {
+                        s[s.len() - n..].to_vec()
+                    } else {
+                        s[..n].to_vec()
+                    }
+                } else {
+                    s.clone()
+                }
+            })
+            .collect()
     };
     let mut set = cut(&set, 2);
     let mut n = 2;
@@ -402,7 +414,9 @@ mod tests {
         assert!(file_satisfies(&q, "foo") && file_satisfies(&q, "xbarbazx"));
         assert!(!file_satisfies(&q, "bar baz"));
         let q = query("(?i)unsafe fn");
-        assert!(file_satisfies(&q, "UNSAFE FN") && file_satisfies(&q, "Unsafe Fn") && file_satisfies(&q, "un\u{17f}afe fn"));
+        assert!(
+            file_satisfies(&q, "UNSAFE FN") && file_satisfies(&q, "Unsafe Fn") && file_satisfies(&q, "un\u{17f}afe fn")
+        );
         assert!(!file_satisfies(&q, "unsafe  fn"));
         let q = query("fn [a-z_]+_unchecked");
         assert!(file_satisfies(&q, "pub fn get_unchecked("));

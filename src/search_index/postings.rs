@@ -30,7 +30,10 @@ impl Postings {
 
     fn lists(&self) -> impl Iterator<Item = (Trigram, &[u8])> + '_ {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        self.trigrams.iter().zip(starts.zip(self.ends.iter())).map(|(t, (s, e))| (*t, &self.bytes[s as usize..*e as usize]))
+        self.trigrams
+            .iter()
+            .zip(starts.zip(self.ends.iter()))
+            .map(|(t, (s, e))| (*t, &self.bytes[s as usize..*e as usize]))
     }
 
     /// The lists with only the ids `keep` accepts, plus `added` (trigram, id) pairs, sorted, whose

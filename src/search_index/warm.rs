@@ -20,7 +20,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::Metadata;
 use std::io::Read;
-use std::mem::MaybeUninit;
 use std::ops::Bound;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
@@ -42,13 +41,19 @@ use crate::workspace::Workspace;
 pub(crate) const MAX_TEXT_BYTES: u64 = 1 << 30;
 /// A file larger than this is not indexed but always searched.
 const MAX_FILE_BYTES: u64 = 64 << 20;
-/// More changed paths than this in one catch-up are handled as one walk of the whole tree.
-const MAX_TOUCHED: usize = 10_000;
+/// More events about the tree than this in one catch-up are handled as one walk of the whole
+/// tree, reusing what the stamps say is unchanged.
+const MAX_EVENTS: usize = 4096;
 /// Files whose change changes which files the walker yields.
 const IGNORE_FILES: &[&str] = &[".gitignore", ".ignore", ".rgignore", ".git"];
-/// A file modified this close to when it was read may have changed again within the same
+/// After this many catch-ups in a row that met a flood of events, the tree changes faster than an
+/// index pays off: searches go cold.
+const MAX_FLOODS: u32 = 3;
+/// A file changed this close to when it was read may have changed again within the same
 /// timestamp tick; it is never reused on the strength of its stat alone (git's "racily clean").
-const RACY: Duration = Duration::from_secs(2);
+/// Timestamps come from the kernel's coarse clock, a tick (at most 10 ms) behind; the status
+/// change time (`ctime`) cannot be set by anyone, so a later change always moves it past this.
+const RACY: Duration = Duration::from_millis(100);
 
 /// Why the index gave up: the search goes on cold.
 pub(crate) type GiveUp = String;
@@ -143,16 +148,12 @@ fn read_file(ws: &Workspace, relative: &Path, seen: &mut Seen, buf: &mut Vec<u8>
     }
     let read_at = SystemTime::now();
     buf.clear();
+    // In chunks, to stop at the first NUL as the searcher does without reading a binary file whole.
     loop {
         let start = buf.len();
-        buf.resize(start + (64 << 10), 0);
-        match file.read(&mut buf[start..]) {
-            Ok(0) => {
-                buf.truncate(start);
-                break;
-            }
-            Ok(n) => {
-                buf.truncate(start + n);
+        match (&mut file).take(64 << 10).read_to_end(buf) {
+            Ok(0) => break,
+            Ok(_) => {
                 if let Some(nul) = memchr::memchr(0, &buf[start..]) {
                     buf.truncate(start + nul);
                     break;
@@ -161,7 +162,6 @@ fn read_file(ws: &Workspace, relative: &Path, seen: &mut Seen, buf: &mut Vec<u8>
                     return always(Some(stamp));
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(start),
             Err(_) => return always(Some(stamp)),
         }
     }
@@ -169,7 +169,9 @@ fn read_file(ws: &Workspace, relative: &Path, seen: &mut Seen, buf: &mut Vec<u8>
     if buf.starts_with(&[0xef, 0xbb, 0xbf]) || buf.starts_with(&[0xff, 0xfe]) || buf.starts_with(&[0xfe, 0xff]) {
         return always(Some(stamp));
     }
-    let racy = meta.modified().map_or(true, |m| read_at.duration_since(m).map_or(true, |age| age < RACY));
+    let changed = std::time::UNIX_EPOCH
+        + Duration::new(u64::try_from(stamp.ctime.0).unwrap_or(0), u32::try_from(stamp.ctime.1).unwrap_or(0));
+    let racy = read_at.duration_since(changed).map_or(true, |age| age < RACY);
     Indexed {
         entry: Entry { path, stamp: Some(stamp), racy, text: buf.len() as u64, always: false },
         trigrams: seen.distinct(buf),
@@ -212,6 +214,10 @@ struct Watches {
 struct Changes {
     touched: BTreeSet<PathBuf>,
     everything: bool,
+    /// Events about the tree's own folders.
+    events: usize,
+    /// More events than are worth following one by one, or more than inotify kept.
+    flood: bool,
 }
 
 /// A tree walk's findings: files (with their lstat when it worked) and directories, relative.
@@ -226,7 +232,8 @@ impl Watches {
                 Ok(wd) => {
                     watches.kinds.insert(wd, Watched::Outside);
                 }
-                // A folder we may not list is one whose ignore files the walker cannot read either.
+                // Unwatchable (no read access): changes to its ignore files go unseen, as the
+                // module docs say.
                 Err(Errno::ACCESS) => {}
                 Err(e) => return Err(format!("inotify watch on {}: {e}", ancestor.display())),
             }
@@ -236,23 +243,29 @@ impl Watches {
         Ok(watches)
     }
 
-    /// Watches the tree directory `relative` (again, when it moved: the watch follows the inode).
-    fn watch_dir(&mut self, relative: &Path) -> Result<(), GiveUp> {
+    /// Watches the tree directory `relative`. `true` when the watch is new: a folder that moved
+    /// within the tree keeps its watch (it follows the inode), so nothing in it went unseen.
+    fn watch_dir(&mut self, relative: &Path) -> Result<bool, GiveUp> {
         let absolute = self.root.join(relative);
         let wd = match inotify::add_watch(&self.fd, &absolute, TREE_EVENTS) {
             Ok(wd) => wd,
             // Gone already: its parent's event says so.
-            Err(Errno::NOENT) | Err(Errno::NOTDIR) => return Ok(()),
+            Err(Errno::NOENT) | Err(Errno::NOTDIR) => return Ok(false),
             Err(e) => return Err(format!("inotify watch on {}: {e}", absolute.display())),
         };
-        if let Some(Watched::Tree(before)) = self.kinds.get(&wd) {
-            if self.tree.get(before) == Some(&wd) {
-                self.tree.remove(&before.clone());
+        let moved = match self.kinds.get(&wd) {
+            Some(Watched::Tree(before)) => {
+                if self.tree.get(before) == Some(&wd) {
+                    self.tree.remove(&before.clone());
+                }
+                true
             }
-        }
+            _ => false,
+        };
         self.kinds.insert(wd, Watched::Tree(relative.to_path_buf()));
         self.tree.insert(relative.to_path_buf(), wd);
-        self.watch_git_meta(&absolute)
+        self.watch_git_meta(&absolute)?;
+        Ok(!moved)
     }
 
     /// Watches the folders where the walker finds `dir`'s `.git/info/exclude` (through a
@@ -286,75 +299,101 @@ impl Watches {
         }
     }
 
-    /// Reads every queued event.
+    /// Reads the events queued when it is called. Events queued meanwhile are changes made during
+    /// this query, which a cold search does not promise to see either; not waiting for them keeps
+    /// a writer faster than this loop from holding the query here.
     fn drain(&mut self) -> Result<Changes, GiveUp> {
         let mut changes = Changes::default();
-        let mut buf = vec![MaybeUninit::<u8>::uninit(); 64 << 10];
-        let mut reader = inotify::Reader::new(&self.fd, &mut buf);
+        let queued = rustix::io::ioctl_fionread(&self.fd).map_err(|e| format!("inotify: {e}"))?;
+        let mut buf = vec![0u8; 64 << 10];
         let mut forgotten = Vec::new();
-        loop {
-            let event = match reader.next() {
-                Ok(event) => event,
-                Err(Errno::AGAIN) => break,
+        let mut consumed = 0u64;
+        while consumed < queued {
+            let n = match rustix::io::read(&self.fd, &mut buf[..]) {
+                Ok(0) | Err(Errno::AGAIN) => break,
+                Ok(n) => n,
                 Err(Errno::INTR) => continue,
                 Err(e) => return Err(format!("inotify read: {e}")),
             };
-            let flags = event.events();
-            if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
-                changes.everything = true;
-                continue;
-            }
-            if flags.contains(ReadFlags::UNMOUNT) {
-                return Err("a file system of the tree was unmounted".to_string());
-            }
-            let name = event.file_name().map(|n| std::ffi::OsStr::from_bytes(n.to_bytes()));
-            let ignore_file = name.is_some_and(|n| IGNORE_FILES.iter().any(|f| n == *f));
-            let gone = flags.intersects(ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF);
-            match self.kinds.get(&event.wd()) {
-                None => {}
-                Some(Watched::Tree(dir)) => {
-                    if dir.as_os_str().is_empty() && (gone || flags.contains(ReadFlags::IGNORED)) {
-                        return Err("the workspace root moved or was deleted".to_string());
-                    }
-                    if ignore_file {
-                        changes.everything = true;
-                    }
-                    changes.touched.insert(match name {
-                        Some(name) => dir.join(name),
-                        None => dir.clone(),
-                    });
-                    if flags.contains(ReadFlags::IGNORED) {
-                        forgotten.push(event.wd());
-                    }
-                }
-                Some(Watched::GitMeta) => {
-                    let exclude = name.is_some_and(|n| n == "info" || n == "exclude");
-                    if exclude || gone {
-                        changes.everything = true;
-                    }
-                    if flags.contains(ReadFlags::IGNORED) {
-                        forgotten.push(event.wd());
-                    }
-                }
-                Some(Watched::Outside) => {
-                    if gone || flags.contains(ReadFlags::IGNORED) {
-                        return Err("a folder above the workspace root moved or was deleted".to_string());
-                    }
-                    if ignore_file {
-                        changes.everything = true;
-                    }
-                    let root_name = self.root.file_name();
-                    if flags.intersects(ReadFlags::MOVED_FROM | ReadFlags::DELETE) && name.is_some() && name == root_name
-                    {
-                        return Err("the workspace root moved or was deleted".to_string());
-                    }
-                }
+            consumed += n as u64;
+            // struct inotify_event: wd, mask, cookie, len, then len bytes of NUL-padded name.
+            let mut pos = 0;
+            while let Some(header) = buf[..n].get(pos..pos + 16) {
+                let field = |i: usize| [header[i], header[i + 1], header[i + 2], header[i + 3]];
+                let (wd, mask, len) = (
+                    i32::from_ne_bytes(field(0)),
+                    u32::from_ne_bytes(field(4)),
+                    u32::from_ne_bytes(field(12)) as usize,
+                );
+                let name = buf[..n].get(pos + 16..pos + 16 + len).unwrap_or(&[]);
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                pos += 16 + len;
+                let name = (!name.is_empty()).then(|| std::ffi::OsStr::from_bytes(name));
+                self.note(wd, ReadFlags::from_bits_retain(mask), name, &mut changes, &mut forgotten)?;
             }
         }
         for wd in forgotten {
             self.forget(wd);
         }
         Ok(changes)
+    }
+
+    /// What one event asks for.
+    fn note(
+        &self,
+        wd: i32,
+        flags: ReadFlags,
+        name: Option<&std::ffi::OsStr>,
+        changes: &mut Changes,
+        forgotten: &mut Vec<i32>,
+    ) -> Result<(), GiveUp> {
+        if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+            changes.everything = true;
+            changes.flood = true;
+            return Ok(());
+        }
+        if flags.contains(ReadFlags::UNMOUNT) {
+            return Err("a file system of the tree was unmounted".to_string());
+        }
+        let ignore_file = name.is_some_and(|n| IGNORE_FILES.iter().any(|f| n == *f));
+        let gone = flags.intersects(ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF);
+        if flags.contains(ReadFlags::IGNORED) {
+            forgotten.push(wd);
+        }
+        match self.kinds.get(&wd) {
+            None => {}
+            Some(Watched::Tree(dir)) => {
+                if dir.as_os_str().is_empty() && (gone || flags.contains(ReadFlags::IGNORED)) {
+                    return Err("the workspace root moved or was deleted".to_string());
+                }
+                changes.everything |= ignore_file;
+                changes.events += 1;
+                if changes.events > MAX_EVENTS {
+                    // A flood: one walk of the tree, trusting stamps, costs less than following it.
+                    changes.everything = true;
+                    changes.flood = true;
+                } else {
+                    changes.touched.insert(match name {
+                        Some(name) => dir.join(name),
+                        None => dir.clone(),
+                    });
+                }
+            }
+            Some(Watched::GitMeta) => {
+                changes.everything |= gone || name.is_some_and(|n| n == "info" || n == "exclude");
+            }
+            Some(Watched::Outside) => {
+                if gone || flags.contains(ReadFlags::IGNORED) {
+                    return Err("a folder above the workspace root moved or was deleted".to_string());
+                }
+                changes.everything |= ignore_file;
+                let root_gone = flags.intersects(ReadFlags::MOVED_FROM | ReadFlags::DELETE);
+                if root_gone && name.is_some() && name == self.root.file_name() {
+                    return Err("the workspace root moved or was deleted".to_string());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Walks the tree below `roots` (relative; the empty path is the whole tree) with the cold
@@ -367,7 +406,12 @@ impl Watches {
         while !pending.is_empty() {
             let (found_files, found_dirs) = walk_once(&self.root, &pending);
             for p in &pending {
-                let under: Vec<PathBuf> = files.range::<Path, _>((Bound::Included(p.as_path()), Bound::Unbounded)).map(|(k, _)| k).take_while(|k| k.starts_with(p)).cloned().collect();
+                let under: Vec<PathBuf> = files
+                    .range::<Path, _>((Bound::Included(p.as_path()), Bound::Unbounded))
+                    .map(|(k, _)| k)
+                    .take_while(|k| k.starts_with(p))
+                    .cloned()
+                    .collect();
                 for k in under {
                     files.remove(&k);
                 }
@@ -375,8 +419,7 @@ impl Watches {
             files.extend(found_files);
             let mut fresh = Vec::new();
             for dir in found_dirs {
-                if !self.tree.contains_key(&dir) {
-                    self.watch_dir(&dir)?;
+                if !self.tree.contains_key(&dir) && self.watch_dir(&dir)? {
                     fresh.push(dir.clone());
                 }
                 dirs.insert(dir);
@@ -465,6 +508,8 @@ pub(crate) struct Warm {
     overlay_trigrams: usize,
     always: BTreeSet<u32>,
     text_bytes: u64,
+    /// Catch-ups in a row that met a flood.
+    floods: u32,
 }
 
 impl Warm {
@@ -539,6 +584,7 @@ impl Warm {
             base_end,
             overlay: HashMap::new(),
             overlay_trigrams: 0,
+            floods: 0,
         };
         for (id, entry) in files.iter().enumerate() {
             let Some(entry) = entry else { continue };
@@ -560,7 +606,10 @@ impl Warm {
         }
         // Tiny trees have more bookkeeping than text; the bound is for the trees that matter.
         if stats.index_bytes > stats.text_bytes.max(16 << 20) {
-            return Err(format!("the index ({} bytes) outgrew the text ({} bytes)", stats.index_bytes, stats.text_bytes));
+            return Err(format!(
+                "the index ({} bytes) outgrew the text ({} bytes)",
+                stats.index_bytes, stats.text_bytes
+            ));
         }
         Ok(())
     }
@@ -586,14 +635,14 @@ impl Warm {
     /// Brings the index up to date with every change made so far.
     pub(crate) fn catch_up(&mut self, ws: &Workspace) -> Result<(), GiveUp> {
         let changes = self.watches.drain()?;
+        self.floods = if changes.flood { self.floods + 1 } else { 0 };
+        if self.floods >= MAX_FLOODS {
+            return Err("the tree changes faster than the index can follow".to_string());
+        }
         if !changes.everything && changes.touched.is_empty() {
             return Ok(());
         }
-        let roots = if changes.everything || changes.touched.len() > MAX_TOUCHED {
-            vec![PathBuf::new()]
-        } else {
-            outermost(changes.touched.clone())
-        };
+        let roots = if changes.everything { vec![PathBuf::new()] } else { outermost(changes.touched.clone()) };
         let mut before: HashMap<Arc<Path>, u32> = HashMap::new();
         for root in &roots {
             for (path, id) in self.by_path.range::<Path, _>((Bound::Included(root.as_path()), Bound::Unbounded)) {
@@ -604,13 +653,34 @@ impl Warm {
             }
         }
         let (found, dirs) = self.watches.walk(&roots)?;
-        let (mut seen, mut buf) = (None, Vec::new());
+        let mut unknown = Vec::new();
         for (path, meta) in found {
-            if let Some(id) = before.remove(path.as_path()) {
-                if !changes.touched.contains(&path) && self.unchanged(id, meta.as_ref()) {
-                    continue;
+            match before.remove(path.as_path()) {
+                Some(id) if !changes.touched.contains(&path) && self.unchanged(id, meta.as_ref()) => {}
+                Some(id) => {
+                    self.remove(id);
+                    unknown.push((path, meta));
                 }
-                self.remove(id);
+                None => unknown.push((path, meta)),
+            }
+        }
+        // A file met under a new name with the stamp of one no longer under its old name was
+        // moved (its folder renamed, say): it keeps its id and trigrams.
+        let mut moved: HashMap<(u64, u64), u32> = HashMap::new();
+        for id in before.values() {
+            if let Some(Some(Entry { stamp: Some(stamp), racy: false, .. })) = self.files.get(*id as usize) {
+                moved.insert((stamp.dev, stamp.ino), *id);
+            }
+        }
+        let (mut seen, mut buf) = (None, Vec::new());
+        for (path, meta) in unknown {
+            let inode = meta.as_ref().map(|m| (m.dev(), m.ino()));
+            let from = inode.and_then(|inode| moved.get(&inode).copied());
+            if let Some(id) = from.filter(|id| !changes.touched.contains(&path) && self.unchanged(*id, meta.as_ref())) {
+                moved.retain(|_, other| *other != id);
+                before.retain(|_, other| *other != id);
+                self.rename(id, path);
+                continue;
             }
             let indexed = read_file(ws, &path, seen.get_or_insert_with(Seen::new), &mut buf);
             self.add(indexed)?;
@@ -649,6 +719,15 @@ impl Warm {
         if let Some(trigrams) = self.overlay.remove(&id) {
             self.overlay_trigrams -= trigrams.len();
         }
+    }
+
+    fn rename(&mut self, id: u32, path: PathBuf) {
+        let Some(Some(entry)) = self.files.get_mut(id as usize) else { return };
+        if self.by_path.get(&entry.path) == Some(&id) {
+            self.by_path.remove(&entry.path);
+        }
+        entry.path = Arc::from(path);
+        self.by_path.insert(entry.path.clone(), id);
     }
 
     fn add(&mut self, indexed: Indexed) -> Result<(), GiveUp> {

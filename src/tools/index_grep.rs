@@ -142,13 +142,21 @@ impl Search<'_> {
         // Opened beneath the root handle: a folder swapped for a symlink during the walk is not
         // followed outside (the walker lists by path; the content is read only here).
         let root = self.ctx.workspace.root();
-        let file = self.ctx.workspace.open_beneath(&root.join(relative), OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty()).ok()?;
+        let file = self
+            .ctx
+            .workspace
+            .open_beneath(&root.join(relative), OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())
+            .ok()?;
         let file = std::fs::File::from(file);
         if !file.metadata().is_ok_and(|m| m.is_file()) {
             return None;
         }
-        (searcher.search_file(&self.matcher, &file, sink).is_ok() && total > 0)
-            .then(|| FileMatches { path: relative.to_string_lossy().into_owned(), lines, total, lossy })
+        (searcher.search_file(&self.matcher, &file, sink).is_ok() && total > 0).then(|| FileMatches {
+            path: relative.to_string_lossy().into_owned(),
+            lines,
+            total,
+            lossy,
+        })
     }
 
     /// Every file the walker yields: the cold search.
@@ -209,7 +217,8 @@ fn search(ctx: &ToolCtx, pattern: &str, glob: Option<&str>) -> Result<Vec<FileMa
         .map_err(|e| Error::tool_failed(pattern_error(pattern, &e)))?;
     // Not ripgrep's overrides: an override whitelist beats .gitignore and the hidden-file rule.
     let filter = glob.filter(|g| !g.is_empty()).map(FileFilter::new).transpose()?;
-    let search = Search { ctx, matcher, filter, cap: ctx.limits.grep_matches, line_chars: ctx.limits.line_chars.min(500) };
+    let search =
+        Search { ctx, matcher, filter, cap: ctx.limits.grep_matches, line_chars: ctx.limits.line_chars.min(500) };
     let mut found = match ctx.search.candidates(&ctx.workspace, pattern) {
         Some(candidates) => search.candidates(&candidates),
         None => {
