@@ -173,6 +173,11 @@ fn warm_answers_equal_cold_answers_through_every_kind_of_change() {
     std::fs::rename(outside.path().join("pkg"), root.join("pkg")).expect("move in");
     same_answers(&mut warm, &mut cold, "changes behind the host's back");
 
+    // A folder of files indexed at the build, renamed: they keep their trigrams under new names.
+    std::fs::rename(root.join("src/tools"), root.join("src/tools_moved")).expect("rename dir");
+    std::fs::write(root.join("src/tools_moved/fs_read.rs"), "fn needle_in_a_moved_folder() {}\n").expect("write");
+    same_answers(&mut warm, &mut cold, "a folder of indexed files renamed");
+
     // Changes inside folders that arrived after the build, and folders moved out and deleted.
     std::fs::write(root.join("src/moved/er/still.rs"), "// needle changed in a moved folder\n").expect("write");
     std::fs::write(root.join("pkg/src/lib.rs"), "fn renamed_from_outside() {}\n").expect("write");
@@ -223,4 +228,34 @@ fn the_index_is_built_only_after_a_first_search_and_can_be_turned_off() {
     assert_eq!(host.search_index().stats().state, "off");
     write(dir.path(), "src/more.rs", "fn needle_more() {}\n");
     assert!(answer(&mut host, "needle", None).contains("src/more.rs:1:"));
+}
+
+#[test]
+fn a_flood_of_changes_is_followed_by_one_walk_and_a_tree_that_keeps_flooding_is_searched_cold() {
+    let dir = workspace(&[("src/lib.rs", "fn needle() {}\n")]);
+    let root = dir.path().to_path_buf();
+    let mut warm = host(&dir);
+    let mut cold = host(&dir);
+    cold.search_index().disable();
+    answer(&mut warm, "needle", None);
+    assert!(warm.search_index().wait_ready(Duration::from_secs(60)), "{:?}", warm.search_index().stats());
+    // Floods in a row turn the index cold; a search without one in between resets the count, so
+    // the first round checks several patterns and each later round one.
+    for round in 0..4 {
+        // More events between two searches than are worth following one by one (in a watched folder).
+        for i in 0..1500 {
+            write(&root, &format!("src/f{round}_{i}.txt"), &format!("needle {round} {i}\n"));
+        }
+        std::fs::remove_file(root.join(format!("src/f{round}_7.txt"))).expect("remove");
+        let patterns: &[&str] = if round == 0 { &["needle", "needle 0 14", "(?i)NEEDLE 0 1"] } else { &["needle"] };
+        for pattern in patterns {
+            assert_eq!(answer(&mut warm, pattern, None), answer(&mut cold, pattern, None), "round {round}: {pattern}");
+        }
+        let state = warm.search_index().stats().state;
+        if round < 3 {
+            assert_eq!(state, "ready", "round {round}");
+        } else {
+            assert!(state.starts_with("cold: the tree changes faster"), "round {round}: {state}");
+        }
+    }
 }
