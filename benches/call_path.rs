@@ -50,10 +50,8 @@ fn isolation_figures(dir: &std::path::Path) {
     const ISOLATED_CALLS: usize = 2_000;
     std::fs::write(dir.join("a.txt"), "one\ntwo\nthree\n").expect("file");
     let root = dir.display().to_string();
-    let spec = toolhost::worker::WorkerSpec::new(
-        env!("CARGO_BIN_EXE_toolhost"),
-        vec!["--root".into(), root, "worker".into()],
-    );
+    let spec =
+        toolhost::worker::WorkerSpec::new(env!("CARGO_BIN_EXE_toolhost"), vec!["--root".into(), root, "worker".into()]);
     let worker = toolhost::HostHandle::spawn_worker(spec).expect("worker");
     let mut host = HostBuilder::new(dir).build().expect("host");
     let arguments = r#"{"path": "a.txt", "count": 2}"#;
@@ -93,8 +91,12 @@ fn main() {
     .expect("tool file");
     let tool = Tool::new("add", "Add two integers.").param("a", "A").param("b", "B").build(add).expect("tool");
     let mut host = HostBuilder::new(dir.path()).tool(tool).tool_dir(&tools).build().expect("host");
-    let ctx =
-        ToolCtx { workspace: host.workspace().clone(), limits: host.limits().clone(), cancel: Default::default() };
+    let ctx = ToolCtx {
+        workspace: host.workspace().clone(),
+        limits: host.limits().clone(),
+        cancel: Default::default(),
+        search: Default::default(),
+    };
     let arguments = r#"{"a": 40, "b": 2}"#;
     assert_eq!(host.call_json("add", arguments).result.expect("add works"), serde_json::json!(42));
     assert_eq!(host.call_json("sadd", arguments).result.expect("sadd works"), serde_json::json!(42));
@@ -158,7 +160,10 @@ fn main() {
     let (loop_tool, loop_plus) = (median(loop_tool), median(loop_plus));
     println!("call path, median of {ROUNDS} alternating rounds of {CALLS} calls:");
     println!("  direct serde decode + call + encode:  {:>8.3} µs/call", per_call(direct, CALLS));
-    println!("  decode into serde_json::Value alone:   {:>8.3} µs/call (the record keeps the arguments so)", per_call(parse, CALLS));
+    println!(
+        "  decode into serde_json::Value alone:   {:>8.3} µs/call (the record keeps the arguments so)",
+        per_call(parse, CALLS)
+    );
     println!("  JSON call of a Rust tool:              {:>8.3} µs/call", per_call(rust, CALLS));
     println!(
         "  ratio Rust tool / direct:              {:>8.2}   (target: at most 3)",

@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::search_index::SearchIndex;
 use crate::workspace::Workspace;
 
 /// The context every handler receives. Cheap to share: the host keeps one per engine.
@@ -15,6 +16,8 @@ pub struct ToolCtx {
     pub limits: Limits,
     /// Set when the person interrupts (Ctrl-C): a tool that waits (shell-exec) stops at once.
     pub cancel: Cancel,
+    /// The workspace's search index, which index-grep keeps warm; clones share it.
+    pub search: SearchIndex,
 }
 
 /// A flag an interrupt sets and long-running tools watch. Cheap to clone; clones share the flag.

@@ -244,7 +244,7 @@ impl HostBuilder {
             engine.globals().iter().map(|name| name.resolve().to_string()).collect();
         scheme_names.extend(prelude_names());
         let (mcp, load_errors) = start_mcp(&self.mcp_servers, workspace.root(), &mut registry, &scheme_names);
-        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default() };
+        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default(), search: Default::default() };
         let guard = match self.confirmer {
             Some(confirmer) => self.guard.confirmer(confirmer),
             None => self.guard,
@@ -292,8 +292,9 @@ impl HostBuilder {
 
 impl HostBuilder {
     /// Builds a host of the Rust tools alone (the built-in ones and those given with
-    /// [`HostBuilder::tool`]): no interpreter, no tool files, no MCP servers. It is what a one-shot
-    /// call of a built-in tool needs; the same config, limits and guard apply.
+    /// [`HostBuilder::tool`]): no interpreter, no tool files, no MCP servers, and no warm search
+    /// index (index-grep searches cold). It is what a one-shot call of a built-in tool needs; the
+    /// same config, limits and guard apply.
     ///
     /// # Errors
     /// When the workspace root does not exist or a Rust tool is refused by the registry.
@@ -308,7 +309,10 @@ impl HostBuilder {
         for tool in self.extra {
             registry.register(tool)?;
         }
-        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default() };
+        // One call and done: an index would never be asked twice.
+        let search = crate::search_index::SearchIndex::default();
+        search.disable();
+        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default(), search };
         let guard = match self.confirmer {
             Some(confirmer) => self.guard.confirmer(confirmer),
             None => self.guard,
@@ -456,6 +460,11 @@ impl Host {
     /// The limits tools run under.
     pub fn limits(&self) -> &Limits {
         &self.shared.ctx.limits
+    }
+
+    /// The workspace's search index (warm index-grep): to wait for it, read its size, or turn it off.
+    pub fn search_index(&self) -> &crate::search_index::SearchIndex {
+        &self.shared.ctx.search
     }
 
     /// A snapshot of the registry, in registration order.

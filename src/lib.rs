@@ -56,6 +56,7 @@
 //! | [`strict`] | the strict-mode schema rewrite |
 //! | [`pformat`] | the P-format text dialect for models without native tool calls |
 //! | [`workspace`] | the workspace boundary |
+//! | [`search_index`] | warm search: the trigram index index-grep keeps in a long-lived host |
 //! | [`guard`] | allow / deny / confirm before a call runs, and the decision it records |
 //! | [`context`] | what handlers receive: workspace and limits |
 //! | [`config`] | config files: reading, checking and merging them |
@@ -93,6 +94,7 @@ pub mod registry;
 pub mod repl;
 pub mod schema;
 pub mod scheme_test;
+pub mod search_index;
 pub mod setup;
 pub mod spec;
 pub mod strict;

@@ -359,6 +359,7 @@ mod tests {
             workspace: Workspace::new(dir.path()).unwrap(),
             limits: Limits::default(),
             cancel: Default::default(),
+            search: Default::default(),
         }
     }
 

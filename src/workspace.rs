@@ -90,10 +90,11 @@ impl Workspace {
             let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
             match rustix::fs::openat2(self.handle.as_fd(), relative, flags, mode, resolve) {
                 // Not in this kernel: the walk below does the same.
-                Err(Errno::NOSYS) => OPENAT2_MISSING.store(true, Ordering::Relaxed),
-                // Perhaps a seccomp filter's refusal (an immutable file's too), or a rename
-                // elsewhere racing the lookup: the walk below answers either way.
-                Err(Errno::PERM | Errno::AGAIN) => {}
+                Err(Errno::NOSYS | Errno::TOOBIG) => OPENAT2_MISSING.store(true, Ordering::Relaxed),
+                // Perhaps a seccomp filter's refusal (an immutable file's too), flags this kernel's
+                // openat2 refuses, or a rename elsewhere racing the lookup: the walk below answers
+                // either way.
+                Err(Errno::PERM | Errno::INVAL | Errno::AGAIN) => {}
                 other => return Ok(other?),
             }
         }

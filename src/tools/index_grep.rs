@@ -4,12 +4,13 @@
 //! hidden files stay unsearched whatever the glob says.
 
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use globset::{GlobBuilder, GlobMatcher};
-use grep_regex::RegexMatcherBuilder;
-use grep_searcher::{sinks::Bytes, BinaryDetection, SearcherBuilder};
-use ignore::{WalkBuilder, WalkState};
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{sinks::Bytes, BinaryDetection, Searcher, SearcherBuilder};
+use ignore::WalkState;
 use rustix::fs::{Mode, OFlags};
 
 use serde_json::json;
@@ -19,6 +20,7 @@ use super::text::{cut_line, thousands};
 use crate::context::{Limits, ToolCtx};
 use crate::error::{Error, Result};
 use crate::registry::Primitive;
+use crate::search_index;
 use crate::typed::Tool;
 
 pub fn tool(limits: &Limits) -> Result<Primitive> {
@@ -103,66 +105,128 @@ fn pattern_error(pattern: &str, wrapped: &grep_regex::Error) -> String {
     }
 }
 
-/// Every file with matches, sorted by path, each holding at most the cap of lines.
+/// One search's pattern, file filter and caps, applied file by file by both the cold walk and the
+/// warm candidates, so the two give the same lines.
+struct Search<'a> {
+    ctx: &'a ToolCtx,
+    matcher: RegexMatcher,
+    filter: Option<FileFilter>,
+    /// Each file keeps at most this many lines: no more can ever be shown.
+    cap: usize,
+    line_chars: usize,
+}
+
+impl Search<'_> {
+    fn searcher() -> Searcher {
+        SearcherBuilder::new().binary_detection(BinaryDetection::quit(0)).line_number(true).build()
+    }
+
+    /// The matches of the file at `relative` (to the root), if the glob selects it, it is still a
+    /// regular file and it has any.
+    fn file(&self, searcher: &mut Searcher, relative: &Path) -> Option<FileMatches> {
+        if self.filter.as_ref().is_some_and(|f| !f.selects(relative)) {
+            return None;
+        }
+        let mut lines = Vec::new();
+        let mut total = 0u64;
+        let mut lossy = 0usize;
+        let sink = Bytes(|number, bytes| {
+            total += 1;
+            if lines.len() < self.cap {
+                let text = String::from_utf8_lossy(bytes);
+                lossy += usize::from(matches!(text, std::borrow::Cow::Owned(_)));
+                lines.push((number, cut_line(text.trim_end_matches(['\n', '\r']), self.line_chars)));
+            }
+            Ok(true)
+        });
+        // Opened beneath the root handle: a folder swapped for a symlink during the walk is not
+        // followed outside (the walker lists by path; the content is read only here).
+        let root = self.ctx.workspace.root();
+        let file = self
+            .ctx
+            .workspace
+            .open_beneath(&root.join(relative), OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())
+            .ok()?;
+        let file = std::fs::File::from(file);
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return None;
+        }
+        (searcher.search_file(&self.matcher, &file, sink).is_ok() && total > 0).then(|| FileMatches {
+            path: relative.to_string_lossy().into_owned(),
+            lines,
+            total,
+            lossy,
+        })
+    }
+
+    /// Every file the walker yields: the cold search.
+    fn walk(&self) -> Vec<FileMatches> {
+        let root = self.ctx.workspace.root();
+        let found: Mutex<Vec<FileMatches>> = Mutex::new(Vec::new());
+        search_index::walker(root).build_parallel().run(|| {
+            let found = &found;
+            let mut searcher = Self::searcher();
+            Box::new(move |entry| {
+                let Ok(entry) = entry else { return WalkState::Continue };
+                if !entry.file_type().is_some_and(|t| t.is_file()) {
+                    return WalkState::Continue;
+                }
+                let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
+                if let Some(matches) = self.file(&mut searcher, relative) {
+                    if let Ok(mut found) = found.lock() {
+                        found.push(matches);
+                    }
+                }
+                WalkState::Continue
+            })
+        });
+        found.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The index's candidate files only: the warm search, on as many threads as the walker uses.
+    fn candidates(&self, candidates: &[Arc<Path>]) -> Vec<FileMatches> {
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut searcher = Self::searcher();
+            let mut found = Vec::new();
+            while let Some(relative) = candidates.get(next.fetch_add(1, Ordering::Relaxed)) {
+                found.extend(self.file(&mut searcher, relative));
+            }
+            found
+        };
+        // A thread is worth starting for a few dozen files, not for a handful.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(candidates.len() / 32 + 1);
+        std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+            let mut found = work();
+            for helper in helpers {
+                found.extend(helper.join().unwrap_or_default());
+            }
+            found
+        })
+    }
+}
+
+/// Every file with matches, sorted by path, each holding at most the cap of lines. From the
+/// host's index when it is ready (the same files, read the same way); otherwise from a walk of
+/// the tree, after which the index starts building.
 fn search(ctx: &ToolCtx, pattern: &str, glob: Option<&str>) -> Result<Vec<FileMatches>> {
     let matcher = RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))
         .build(pattern)
         .map_err(|e| Error::tool_failed(pattern_error(pattern, &e)))?;
-    let root = ctx.workspace.root();
     // Not ripgrep's overrides: an override whitelist beats .gitignore and the hidden-file rule.
     let filter = glob.filter(|g| !g.is_empty()).map(FileFilter::new).transpose()?;
-    let mut walk = WalkBuilder::new(root);
-    walk.require_git(false).follow_links(false);
-    let cap = ctx.limits.grep_matches;
-    let line_chars = ctx.limits.line_chars.min(500);
-    // Each file keeps at most `cap` lines: no more can ever be shown.
-    let found: Mutex<Vec<FileMatches>> = Mutex::new(Vec::new());
-    walk.build_parallel().run(|| {
-        let matcher = matcher.clone();
-        let found = &found;
-        let filter = filter.as_ref();
-        let mut searcher = SearcherBuilder::new().binary_detection(BinaryDetection::quit(0)).line_number(true).build();
-        Box::new(move |entry| {
-            let Ok(entry) = entry else { return WalkState::Continue };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                return WalkState::Continue;
-            }
-            let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
-            if filter.is_some_and(|f| !f.selects(relative)) {
-                return WalkState::Continue;
-            }
-            let mut lines = Vec::new();
-            let mut total = 0u64;
-            let mut lossy = 0usize;
-            let sink = Bytes(|number, bytes| {
-                total += 1;
-                if lines.len() < cap {
-                    let text = String::from_utf8_lossy(bytes);
-                    lossy += usize::from(matches!(text, std::borrow::Cow::Owned(_)));
-                    lines.push((number, cut_line(text.trim_end_matches(['\n', '\r']), line_chars)));
-                }
-                Ok(true)
-            });
-            // Opened beneath the root handle: a folder swapped for a symlink during the walk is
-            // not followed outside (the walker lists by path; the content is read only here).
-            let Ok(file) = ctx.workspace.open_beneath(entry.path(), OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())
-            else {
-                return WalkState::Continue;
-            };
-            let file = std::fs::File::from(file);
-            if !file.metadata().is_ok_and(|m| m.is_file()) {
-                return WalkState::Continue;
-            }
-            if searcher.search_file(&matcher, &file, sink).is_ok() && total > 0 {
-                if let Ok(mut found) = found.lock() {
-                    found.push(FileMatches { path: relative.to_string_lossy().into_owned(), lines, total, lossy });
-                }
-            }
-            WalkState::Continue
-        })
-    });
-    let mut found = found.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let search =
+        Search { ctx, matcher, filter, cap: ctx.limits.grep_matches, line_chars: ctx.limits.line_chars.min(500) };
+    let mut found = match ctx.search.candidates(&ctx.workspace, pattern) {
+        Some(candidates) => search.candidates(&candidates),
+        None => {
+            let found = search.walk();
+            ctx.search.start(&ctx.workspace);
+            found
+        }
+    };
     found.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(found)
 }

@@ -1,0 +1,261 @@
+//! Warm search (design section 14): a host whose index-grep answers from its trigram index gives
+//! exactly what a cold search gives, on a real tree, after every kind of change, made through the
+//! tools or behind the host's back.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::*;
+use serde_json::{json, Value};
+use toolhost::Host;
+
+const PATTERNS: &[&str] = &[
+    "fn ",
+    "fn [a-z_]+_unchecked",
+    "impl.*Iterator for",
+    "TODO|FIXME",
+    "(?i)unsafe fn",
+    "(?i)NEEDLE",
+    "needle",
+    "^use std",
+    r"\}$",
+    r"\bSearch\b",
+    "[Ss]earch(er|ing)",
+    r"\w+",
+    "a.b",
+    "x",
+    "pub (crate|super)",
+    r"\d{3,}",
+    "héllo",
+    "(?-u:\\xff)",
+    "after_nul",
+    "before_nul",
+    "(",
+    "[z-a]",
+    r"[^\s\S]",
+];
+
+const GLOBS: &[Option<&str>] = &[None, Some("*.rs"), Some("src/"), Some("!*.md")];
+
+/// One call's result as a model or a script sees it.
+fn answer(host: &mut Host, pattern: &str, glob: Option<&str>) -> String {
+    let arguments = match glob {
+        Some(glob) => json!({"pattern": pattern, "glob": glob}),
+        None => json!({"pattern": pattern}),
+    };
+    match host.call("index-grep", arguments).result {
+        Ok(Value::String(text)) => text,
+        Ok(other) => other.to_string(),
+        Err(e) => format!("error {}: {}", e.kind(), e.message()),
+    }
+}
+
+/// Every pattern with every glob, warm against cold, and the Scheme value procedure once.
+fn same_answers(warm: &mut Host, cold: &mut Host, step: &str) {
+    for pattern in PATTERNS {
+        for glob in GLOBS {
+            let (w, c) = (answer(warm, pattern, *glob), answer(cold, pattern, *glob));
+            assert!(w == c, "after {step}: {pattern:?} with glob {glob:?}\n--- warm:\n{w}\n--- cold:\n{c}");
+        }
+    }
+    let script = r#"(grep-matches "needle|fn main")"#;
+    assert_eq!(warm.eval_to_string(script).ok(), cold.eval_to_string(script).ok(), "after {step}: grep-matches");
+    let state = warm.search_index().stats().state;
+    assert_eq!(state, "ready", "after {step}: the warm host fell back to cold search");
+}
+
+/// Up to `limit` real source files from the cargo registry's unpacked crates (when there is one)
+/// and this repository, under `src/`, `docs/` and `vendor/` of `root`.
+fn copy_real_files(root: &Path, limit: usize) -> usize {
+    let mut sources: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (from, to) in [("src", "src"), ("tests", "src/tests"), ("benches", "docs/benches")] {
+        collect(&repo.join(from), &root.join(to), &mut sources);
+    }
+    let registry = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .map(|home| home.join("registry/src"));
+    if let Some(Ok(indexes)) = registry.map(std::fs::read_dir) {
+        for index in indexes.flatten() {
+            for krate in ["regex-syntax-", "grep-searcher-", "ignore-", "memchr-"] {
+                let Ok(crates) = std::fs::read_dir(index.path()) else { continue };
+                if let Some(dir) = crates.flatten().find(|c| c.file_name().to_string_lossy().starts_with(krate)) {
+                    collect(&dir.path(), &root.join("vendor").join(dir.file_name()), &mut sources);
+                }
+            }
+        }
+    }
+    sources.sort();
+    sources.truncate(limit);
+    for (from, to) in &sources {
+        std::fs::create_dir_all(to.parent().expect("a parent")).expect("mkdir");
+        std::fs::copy(from, to).expect("copy");
+    }
+    sources.len()
+}
+
+fn collect(from: &Path, to: &Path, out: &mut Vec<(PathBuf, PathBuf)>) {
+    let Ok(entries) = std::fs::read_dir(from) else { return };
+    for entry in entries.flatten() {
+        let (path, name) = (entry.path(), entry.file_name());
+        let Ok(kind) = entry.file_type() else { continue };
+        if kind.is_dir() && !name.to_string_lossy().starts_with('.') && name != "target" {
+            collect(&path, &to.join(&name), out);
+        } else if kind.is_file()
+            && path.extension().is_some_and(|e| ["rs", "md", "toml", "txt"].iter().any(|x| e == *x))
+        {
+            out.push((path, to.join(&name)));
+        }
+    }
+}
+
+fn tool(host: &mut Host, name: &str, arguments: Value) {
+    let outcome = host.call(name, arguments);
+    assert!(outcome.result.is_ok(), "{name}: {:?}", outcome.result);
+}
+
+#[test]
+fn warm_answers_equal_cold_answers_through_every_kind_of_change() {
+    let dir = workspace(&[
+        ("src/fixture.rs", "pub fn needle() {}\n// TODO: more\n"),
+        ("docs/guide.md", "A NEEDLE in the docs, héllo\n"),
+        ("binary.bin", "before_nul needle\n\0after_nul needle\n"),
+        ("bom.txt", "\u{feff}needle behind a byte-order mark\n"),
+        ("empty.txt", ""),
+        (".hidden.rs", "fn needle_hidden() {}\n"),
+        ("target/out.rs", "fn needle_ignored() {}\n"),
+        ("sub/.gitignore", "*.log\n"),
+        ("sub/kept.rs", "fn needle_kept() {}\n"),
+        ("sub/dropped.log", "needle in a log\n"),
+        (".gitignore", "target/\n"),
+    ]);
+    let root = dir.path().to_path_buf();
+    std::fs::write(root.join("latin1.txt"), b"needle caf\xe9 \xff\n").expect("write");
+    let copied = copy_real_files(&root, 400);
+    assert!(copied > 50, "only {copied} real files to search");
+    let mut warm = host(&dir);
+    let mut cold = host(&dir);
+    cold.search_index().disable();
+
+    // The first search is cold and starts the build; the rest answer from the index.
+    let first = answer(&mut warm, "needle", None);
+    assert_eq!(first, answer(&mut cold, "needle", None));
+    assert!(warm.search_index().wait_ready(Duration::from_secs(120)), "{:?}", warm.search_index().stats());
+    same_answers(&mut warm, &mut cold, "the build");
+
+    // Through the tools.
+    tool(
+        &mut warm,
+        "fs-write",
+        json!({"path": "src/new_module.rs", "content": "fn needle_new() { unsafe fn x() {} }\n"}),
+    );
+    tool(&mut warm, "fs-write", json!({"path": "src/deep/er/still.rs", "content": "// FIXME needle deep\n"}));
+    tool(&mut warm, "fs-edit", json!({"path": "src/fixture.rs", "old": "pub fn needle()", "new": "pub fn renamed()"}));
+    same_answers(&mut warm, &mut cold, "writes and edits through the tools");
+
+    // Behind the host's back: edits, the same size twice in a row, deletions, renames of files
+    // and folders, new folders, a file moved in from outside.
+    std::fs::write(root.join("docs/guide.md"), "no longer\n").expect("write");
+    std::fs::write(root.join("empty.txt"), "aaaa needle\n").expect("write");
+    std::fs::write(root.join("empty.txt"), "bbbb NEEDL\n").expect("write");
+    std::fs::remove_file(root.join("src/new_module.rs")).expect("remove");
+    std::fs::rename(root.join("src/deep"), root.join("src/moved")).expect("rename dir");
+    std::fs::rename(root.join("sub/kept.rs"), root.join("src/kept_moved.rs")).expect("rename file");
+    std::fs::create_dir_all(root.join("fresh/a/b/c")).expect("mkdir");
+    std::fs::write(root.join("fresh/a/b/c/leaf.rs"), "fn needle_leaf() {}\n").expect("write");
+    std::fs::write(root.join("fresh/a/top.md"), "needle top\n").expect("write");
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(outside.path().join("pkg/src")).expect("mkdir");
+    std::fs::write(outside.path().join("pkg/src/lib.rs"), "fn needle_from_outside() {}\n").expect("write");
+    std::fs::rename(outside.path().join("pkg"), root.join("pkg")).expect("move in");
+    same_answers(&mut warm, &mut cold, "changes behind the host's back");
+
+    // A folder of files indexed at the build, renamed: they keep their trigrams under new names.
+    std::fs::rename(root.join("src/tools"), root.join("src/tools_moved")).expect("rename dir");
+    std::fs::write(root.join("src/tools_moved/fs_read.rs"), "fn needle_in_a_moved_folder() {}\n").expect("write");
+    same_answers(&mut warm, &mut cold, "a folder of indexed files renamed");
+
+    // Changes inside folders that arrived after the build, and folders moved out and deleted.
+    std::fs::write(root.join("src/moved/er/still.rs"), "// needle changed in a moved folder\n").expect("write");
+    std::fs::write(root.join("pkg/src/lib.rs"), "fn renamed_from_outside() {}\n").expect("write");
+    std::fs::rename(root.join("fresh"), outside.path().join("fresh")).expect("move out");
+    std::fs::write(outside.path().join("fresh/a/top.md"), "needle outside now\n").expect("write");
+    std::fs::remove_dir_all(root.join("vendor")).ok();
+    same_answers(&mut warm, &mut cold, "changes in new, moved and removed folders");
+
+    // Ignore rules: a .gitignore that ignores more, then less; a nested one; .git/info/exclude.
+    std::fs::write(root.join(".gitignore"), "target/\nsrc/moved/\n*.md\n").expect("write");
+    same_answers(&mut warm, &mut cold, "a .gitignore that ignores more");
+    std::fs::write(root.join(".gitignore"), "").expect("write");
+    same_answers(&mut warm, &mut cold, "a .gitignore that ignores nothing");
+    std::fs::write(root.join("target/out.rs"), "fn needle_no_longer_ignored() {}\n").expect("write");
+    std::fs::write(root.join("sub/.gitignore"), "").expect("write");
+    same_answers(&mut warm, &mut cold, "a file in a folder no longer ignored");
+    std::fs::create_dir_all(root.join(".git/info")).expect("mkdir");
+    std::fs::write(root.join(".git/info/exclude"), "pkg/\n").expect("write");
+    same_answers(&mut warm, &mut cold, ".git/info/exclude");
+    std::fs::write(root.join(".git/info/exclude"), "").expect("write");
+    std::fs::write(root.join("pkg/.ignore"), "*.rs\n").expect("write");
+    same_answers(&mut warm, &mut cold, "a new .ignore file");
+
+    // Hidden files, symlinks, binary files, a file with more matches than the cap.
+    std::fs::rename(root.join("src/fixture.rs"), root.join("src/.fixture.rs")).expect("rename");
+    std::os::unix::fs::symlink(root.join("src/kept_moved.rs"), root.join("src/link.rs")).expect("symlink");
+    std::fs::write(root.join("src/nul.rs"), "fn needle_before() {}\n\0 fn needle_after_nul() {}\n").expect("write");
+    let many: String = (0..500).map(|i| format!("x needle {i}\n")).collect();
+    std::fs::write(root.join("many.txt"), many).expect("write");
+    same_answers(&mut warm, &mut cold, "hidden files, symlinks, NUL bytes and a capped answer");
+    let stats = warm.search_index().stats();
+    assert!(stats.files > 50 && stats.text_bytes > 0, "{stats:?}");
+    assert!(stats.index_bytes <= stats.text_bytes.max(16 << 20), "{stats:?}");
+}
+
+#[test]
+fn the_index_is_built_only_after_a_first_search_and_can_be_turned_off() {
+    let dir = workspace(&[("src/lib.rs", "fn needle() {}\n")]);
+    let mut host = host(&dir);
+    assert_eq!(host.search_index().stats().state, "idle");
+    assert!(!host.search_index().wait_ready(Duration::ZERO), "nothing to wait for before a search");
+    let cold = answer(&mut host, "needle", None);
+    assert!(host.search_index().wait_ready(Duration::from_secs(60)), "{:?}", host.search_index().stats());
+    assert_eq!(answer(&mut host, "needle", None), cold);
+    let stats = host.search_index().stats();
+    assert_eq!((stats.state.as_str(), stats.files), ("ready", 2), "{stats:?}");
+    host.search_index().disable();
+    assert_eq!(host.search_index().stats().state, "off");
+    write(dir.path(), "src/more.rs", "fn needle_more() {}\n");
+    assert!(answer(&mut host, "needle", None).contains("src/more.rs:1:"));
+}
+
+#[test]
+fn a_flood_of_changes_is_followed_by_one_walk_and_a_tree_that_keeps_flooding_is_searched_cold() {
+    let dir = workspace(&[("src/lib.rs", "fn needle() {}\n")]);
+    let root = dir.path().to_path_buf();
+    let mut warm = host(&dir);
+    let mut cold = host(&dir);
+    cold.search_index().disable();
+    answer(&mut warm, "needle", None);
+    assert!(warm.search_index().wait_ready(Duration::from_secs(60)), "{:?}", warm.search_index().stats());
+    // Floods in a row turn the index cold; a search without one in between resets the count, so
+    // the first round checks several patterns and each later round one.
+    for round in 0..4 {
+        // More events between two searches than are worth following one by one (in a watched folder).
+        for i in 0..1500 {
+            write(&root, &format!("src/f{round}_{i}.txt"), &format!("needle {round} {i}\n"));
+        }
+        std::fs::remove_file(root.join(format!("src/f{round}_7.txt"))).expect("remove");
+        let patterns: &[&str] = if round == 0 { &["needle", "needle 0 14", "(?i)NEEDLE 0 1"] } else { &["needle"] };
+        for pattern in patterns {
+            assert_eq!(answer(&mut warm, pattern, None), answer(&mut cold, pattern, None), "round {round}: {pattern}");
+        }
+        let state = warm.search_index().stats().state;
+        if round < 3 {
+            assert_eq!(state, "ready", "round {round}");
+        } else {
+            assert!(state.starts_with("cold: the tree changes faster"), "round {round}: {state}");
+        }
+    }
+}
