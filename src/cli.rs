@@ -485,7 +485,8 @@ fn answer(outcome: &crate::call::CallRecord, record: bool, answer_out: Option<st
     let answer = if record { outcome.to_record_json() } else { outcome.to_json() };
     match answer_out {
         Some(mut file) => {
-            let _ = writeln!(file, "{answer}");
+            // One write: the file is unbuffered, and JSON is displayed a token at a time.
+            let _ = file.write_all(format!("{answer}\n").as_bytes());
         }
         None => out!("{answer}"),
     }
