@@ -4,7 +4,7 @@
 //! ([`Request`] and [`Reply`], serializable), so the same conversation can later run over a pipe to
 //! a worker process.
 
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -16,6 +16,7 @@ use crate::host::{render_values, Host, HostBuilder, Interrupter};
 use crate::pformat;
 use crate::schema::{self, Format};
 use crate::spec::SpecSet;
+use crate::worker::WorkerHandle;
 
 /// What a handle asks of its host.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -96,9 +97,18 @@ type Envelope = (Request, mpsc::Sender<Reply>);
 /// ```
 #[derive(Clone)]
 pub struct HostHandle {
-    sender: mpsc::Sender<Envelope>,
+    host: Backend,
     /// Stops what the host runs: in this process, or in a worker process.
     interrupter: Interrupt,
+}
+
+/// Where requests go.
+#[derive(Clone)]
+enum Backend {
+    /// The host's own thread (the engine is not `Send`).
+    Thread(mpsc::Sender<Envelope>),
+    /// A worker process, spoken to from the requesting thread, one request at a time.
+    Worker(Arc<Mutex<WorkerHandle>>),
 }
 
 #[derive(Clone)]
@@ -139,7 +149,7 @@ impl HostHandle {
             })
             .map_err(|e| Error::tool_failed(format!("cannot start the host thread: {e}")))?;
         let interrupter = ready_rx.recv().map_err(|_| stopped())??;
-        Ok(HostHandle { sender, interrupter: Interrupt::Here(interrupter) })
+        Ok(HostHandle { host: Backend::Thread(sender), interrupter: Interrupt::Here(interrupter) })
     }
 
     /// The same handle over a worker process ([`crate::worker`]): requests go to a `toolhost
@@ -150,39 +160,9 @@ impl HostHandle {
     /// # Errors
     /// When the first worker cannot be started.
     pub fn spawn_worker(spec: crate::worker::WorkerSpec) -> Result<HostHandle> {
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<crate::worker::WorkerInterrupter>>();
-        let (sender, receiver) = mpsc::channel::<Envelope>();
-        thread::Builder::new()
-            .name("toolhost-worker".into())
-            .spawn(move || {
-                let mut worker = match crate::worker::WorkerHandle::spawn(spec) {
-                    Ok(worker) => worker,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                        return;
-                    }
-                };
-                if ready_tx.send(Ok(worker.interrupter())).is_err() {
-                    return;
-                }
-                for (request, reply) in receiver {
-                    let answer = match request {
-                        Request::Call(call) => Reply::Call(Box::new(worker.run_call(call))),
-                        Request::LoadErrors => Reply::LoadErrors(worker.load_errors().to_vec()),
-                        other => match (worker.request(&other), &other) {
-                            (Ok(answer), _) => answer,
-                            (Err(e), Request::Eval { .. }) => Reply::Eval(Err(e)),
-                            // No reply of that kind carries an error: the caller is told the
-                            // host stopped.
-                            (Err(_), _) => continue,
-                        },
-                    };
-                    let _ = reply.send(answer);
-                }
-            })
-            .map_err(|e| Error::tool_failed(format!("cannot start the worker thread: {e}")))?;
-        let interrupter = ready_rx.recv().map_err(|_| stopped())??;
-        Ok(HostHandle { sender, interrupter: Interrupt::Worker(interrupter) })
+        let worker = WorkerHandle::spawn(spec)?;
+        let interrupter = Interrupt::Worker(worker.interrupter());
+        Ok(HostHandle { host: Backend::Worker(Arc::new(Mutex::new(worker))), interrupter })
     }
 
     /// Sends a request and waits for its reply.
@@ -190,9 +170,25 @@ impl HostHandle {
     /// # Errors
     /// [`ErrorKind::Crashed`] when the host thread has stopped.
     pub fn request(&self, request: Request) -> Result<Reply> {
-        let (reply_tx, reply_rx) = mpsc::channel();
-        self.sender.send((request, reply_tx)).map_err(|_| stopped())?;
-        reply_rx.recv().map_err(|_| stopped())
+        match &self.host {
+            Backend::Thread(sender) => {
+                let (reply_tx, reply_rx) = mpsc::channel();
+                sender.send((request, reply_tx)).map_err(|_| stopped())?;
+                reply_rx.recv().map_err(|_| stopped())
+            }
+            Backend::Worker(worker) => {
+                let mut worker = worker.lock().map_err(|_| stopped())?;
+                match request {
+                    Request::Call(call) => Ok(Reply::Call(Box::new(worker.run_call(call)))),
+                    Request::LoadErrors => Ok(Reply::LoadErrors(worker.load_errors().to_vec())),
+                    Request::Eval { .. } => {
+                        // An evaluation's failure is its reply: the worker crashing or overrunning too.
+                        Ok(worker.request(&request).unwrap_or_else(|e| Reply::Eval(Err(e))))
+                    }
+                    other => worker.request(&other),
+                }
+            }
+        }
     }
 
     /// Runs one call; a host that has stopped answers with a `crashed` record.

@@ -14,8 +14,8 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::call::{CallRecord, CallRequest};
 use crate::error::{Error, ErrorKind, Result};
@@ -81,8 +81,48 @@ impl WorkerSpec {
 struct Live {
     child: Child,
     to_worker: UnixStream,
-    /// Each line the worker writes, parsed; `None` when it closed its end (it died).
-    replies: mpsc::Receiver<Option<Reply>>,
+    /// The replies, a JSON line each, read on the requesting thread: a reader thread in between
+    /// would add two thread wake-ups to every call.
+    from_worker: BufReader<UnixStream>,
+    /// When the CPU backstop was last set, and for what deadline (see [`bound_cpu`]).
+    cpu_bounded: Option<(Instant, Duration)>,
+}
+
+/// What reading a reply came to.
+enum Heard {
+    Reply(Reply),
+    /// The worker closed its end (it died) or wrote something that is not a reply.
+    Gone,
+    TimedOut,
+}
+
+impl Live {
+    /// Reads the next reply, waiting at most `limit`.
+    fn hear(&mut self, limit: Duration) -> Heard {
+        let deadline = Instant::now() + limit;
+        let mut line = String::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Heard::TimedOut;
+            }
+            // A zero timeout would mean none; a millisecond is the least wait worth asking for.
+            if self.from_worker.get_ref().set_read_timeout(Some(left.max(Duration::from_millis(1)))).is_err() {
+                return Heard::Gone;
+            }
+            match self.from_worker.read_line(&mut line) {
+                Ok(0) => return Heard::Gone,
+                // A line is complete: a reply, or a sign the worker is not sane (treated as dead).
+                Ok(_) if line.ends_with('\n') => {
+                    return serde_json::from_str(&line).map_or(Heard::Gone, Heard::Reply);
+                }
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return Heard::Gone,
+            }
+        }
+    }
 }
 
 impl Drop for Live {
@@ -192,30 +232,13 @@ impl WorkerHandle {
         self.started += 1;
         self.pid.store(child.id(), Ordering::SeqCst);
         let reader = mine.try_clone().map_err(|e| crashed(format!("cannot read the worker's socket: {e}")))?;
-        let (tx, replies) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("toolhost-worker-reader".into())
-            .spawn(move || {
-                for line in BufReader::new(reader).lines() {
-                    let Ok(line) = line else { break };
-                    // A line that is not a reply means the worker is not sane: treat as dead.
-                    let Ok(reply) = serde_json::from_str::<Reply>(&line) else { break };
-                    if tx.send(Some(reply)).is_err() {
-                        return;
-                    }
-                }
-                let _ = tx.send(None);
-            })
-            .map_err(|e| crashed(format!("cannot start the worker's reader: {e}")))?;
-        let live = Live { child, to_worker: mine, replies };
-        match live.replies.recv_timeout(self.spec.start_deadline) {
-            Ok(Some(Reply::LoadErrors(errors))) => self.load_errors = errors,
-            Ok(_) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+        let mut live = Live { child, to_worker: mine, from_worker: BufReader::new(reader), cpu_bounded: None };
+        match live.hear(self.spec.start_deadline) {
+            Heard::Reply(Reply::LoadErrors(errors)) => self.load_errors = errors,
+            Heard::Reply(_) | Heard::Gone => {
                 return Err(crashed("the worker stopped before its host was built".into()));
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                return Err(Error::new(ErrorKind::Timeout, "the worker did not start in time"));
-            }
+            Heard::TimedOut => return Err(Error::new(ErrorKind::Timeout, "the worker did not start in time")),
         }
         self.live = Some(live);
         Ok(())
@@ -294,23 +317,31 @@ fn bound_cpu(pid: u32, limit: Duration) {
 }
 
 fn exchange(live: &mut Live, request: &Request, limit: Duration) -> Result<Reply> {
-    bound_cpu(live.child.id(), limit);
+    // The backstop need not move for every call: CPU time grows at most as fast as the wall
+    // clock times the cores, so a bound set less than a second ago for a deadline at least as
+    // long still leaves this call its deadline's worth on every core and the 5 s of slack.
+    // Reading /proc and calling prlimit for each call would be a third of a quick call's cost.
+    let fresh = live.cpu_bounded.is_some_and(|(at, bounded)| at.elapsed() < Duration::from_secs(1) && limit <= bounded);
+    if !fresh {
+        bound_cpu(live.child.id(), limit);
+        live.cpu_bounded = Some((Instant::now(), limit));
+    }
     let mut line = serde_json::to_string(request).map_err(|e| crashed(format!("cannot send the request: {e}")))?;
     line.push('\n');
     live.to_worker
         .write_all(line.as_bytes())
         .and_then(|()| live.to_worker.flush())
         .map_err(|_| crashed(died(&mut live.child)))?;
-    match live.replies.recv_timeout(limit) {
-        Ok(Some(reply)) => Ok(reply),
-        Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => Err(crashed(died(&mut live.child))),
-        Err(mpsc::RecvTimeoutError::Timeout) => {
+    match live.hear(limit) {
+        Heard::Reply(reply) => Ok(reply),
+        Heard::Gone => Err(crashed(died(&mut live.child))),
+        Heard::TimedOut => {
             // An interrupt first, so a running shell-exec kills its command's process group
             // (which SIGKILL of the worker alone would leave running); then the kill.
             if let Ok(pid) = libc::pid_t::try_from(live.child.id()) {
                 // SAFETY: a signal to our own child, which has not been waited for yet.
                 unsafe { libc::kill(pid, libc::SIGINT) };
-                let _ = live.replies.recv_timeout(INTERRUPT_GRACE);
+                let _ = live.hear(INTERRUPT_GRACE);
             }
             let _ = live.child.kill();
             Err(Error::new(
