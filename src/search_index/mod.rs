@@ -26,8 +26,9 @@
 //! # Memory
 //!
 //! [`SearchIndex::stats`] reports the files and bytes of text indexed and the index's own bytes
-//! (posting lists, paths, stamps, watches). The posting lists take about a third of the text for
-//! source code. Text past a file's first NUL (where the searcher stops) is not indexed.
+//! (posting lists, paths, stamps, watches): 0.14x the text for the cargo registry's sources, the
+//! posting lists most of it (BENCHMARKS.md). Text past a file's first NUL (where the searcher
+//! stops) is not indexed.
 //!
 //! # Limits
 //!
