@@ -6,8 +6,8 @@ use std::process::Command;
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     // Packed relative relocations (DT_RELR): the loader no longer reads ~870 KB of relocation
-    // entries at every start, about a tenth of a one-shot `toolhost call`'s resident memory; the
-    // executable stays position-independent. Only where a probe linked so runs here (glibc 2.36+,
+    // entries at every start, about half a megabyte of a one-shot `toolhost call`'s resident
+    // memory; the executable stays position-independent. Only where a probe linked so runs here (glibc 2.36+,
     // binutils 2.38+ or lld): elsewhere, and when cross-compiling, an ordinary executable.
     if packed_relocations_work() {
         println!("cargo::rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
