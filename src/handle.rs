@@ -168,7 +168,8 @@ impl HostHandle {
     /// Sends a request and waits for its reply.
     ///
     /// # Errors
-    /// [`ErrorKind::Crashed`] when the host thread has stopped.
+    /// [`ErrorKind::Crashed`] when the host thread has stopped; over a worker, `crashed` or
+    /// `timeout` when the worker died or overran (an evaluation's reply carries these instead).
     pub fn request(&self, request: Request) -> Result<Reply> {
         match &self.host {
             Backend::Thread(sender) => {
