@@ -200,7 +200,9 @@ impl Search<'_> {
             let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
             let mut found = work();
             for helper in helpers {
-                found.extend(helper.join().unwrap_or_default());
+                // A helper's panic is the call's, as in the cold walk: never an answer missing
+                // the files it held.
+                found.extend(helper.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
             }
             found
         })
