@@ -257,6 +257,38 @@ fn real_location(given: &Path) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
+    /// Opens `path` beneath `ws` for reading: "opened", "refused" (an [`is_swapped`] error: a
+    /// symlink on the way, `ELOOP` or `ENOTDIR` as the kernel words it) or another error.
+    fn open_for_reading(ws: &Workspace, path: &str) -> String {
+        match ws.open_beneath(&ws.root().join(path), OFlags::RDONLY, Mode::empty()) {
+            Ok(_) => "opened".to_string(),
+            Err(e) if is_swapped(&e) => "refused".to_string(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn opening_beneath_refuses_symlinks_with_openat2_and_with_the_walk_for_older_kernels() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/a.rs"), "x").unwrap();
+        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("out")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("src/a.rs"), dir.path().join("link.rs")).unwrap();
+        let ws = Workspace::new(dir.path()).unwrap();
+        let answers = |ws: &Workspace| {
+            (open_for_reading(ws, "src/a.rs"), open_for_reading(ws, "out/secret"), open_for_reading(ws, "link.rs"))
+        };
+        let with_openat2 = answers(&ws);
+        assert_eq!(with_openat2, ("opened".to_string(), "refused".to_string(), "refused".to_string()));
+        // Other tests running meanwhile take the walk too, which answers the same.
+        OPENAT2_MISSING.store(true, Ordering::Relaxed);
+        let with_the_walk = answers(&ws);
+        OPENAT2_MISSING.store(false, Ordering::Relaxed);
+        assert_eq!(with_the_walk, with_openat2);
+    }
+
     #[test]
     fn escapes_are_denied_and_inside_paths_resolve() {
         let dir = tempfile::tempdir().unwrap();
