@@ -303,5 +303,23 @@ mod tests {
                 )),
             }
         }
+
+        /// The call path skips tidying (and copying the arguments) when `needs_tidy` says so:
+        /// tidying must then change nothing.
+        #[test]
+        fn arguments_that_need_no_tidying_come_out_of_tidying_unchanged(
+            names in proptest::collection::vec(proptest::sample::select(vec!["path", "start", "count", "limit"]), 0..4),
+            values in proptest::collection::vec(json_value(), 0..4),
+            wrapped in proptest::bool::ANY,
+        ) {
+            let sig = fs_read();
+            let object = Value::Object(names.into_iter().map(String::from).zip(values).collect());
+            let arguments = if wrapped { Value::String(object.to_string()) } else { object };
+            if !crate::tidy::needs_tidy(&sig, &arguments) {
+                let mut tidied = arguments.clone();
+                proptest::prop_assert!(crate::tidy::tidy(&sig, &mut tidied).is_empty());
+                proptest::prop_assert_eq!(tidied, arguments);
+            }
+        }
     }
 }
