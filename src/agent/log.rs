@@ -14,9 +14,8 @@
 //! - `call`: one call the reply made: the turn, its place in the reply, its id, the
 //!   [`CallRequest`] the host ran (absent for a P-format tag refused before the host saw it), and
 //!   its [`CallRecord`] (arguments as received, and as tidied when tidying changed them, tidy
-//!   notes, the guard's decision, the
-//!   result or the error with its kind, the time taken); `interrupted` when the session was stopped
-//!   during it;
+//!   notes, the guard's decision, the result or the error with its kind, the time taken);
+//!   `interrupted` when the session was stopped during it;
 //! - `end`: why the session ended (`answered`, `max_turns`, `interrupted`, `error`), with the
 //!   answer or the error.
 
