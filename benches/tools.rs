@@ -12,6 +12,8 @@
 //!
 //! Run with `cargo bench --bench tools` (release build; needs `rg` on the PATH for the search).
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -129,17 +131,5 @@ fn main() {
         .unwrap_or_else(|| std::env::temp_dir().join("toolhost-bench"));
     std::fs::create_dir_all(&dir).expect("bench folder");
     fs_read_figures(&dir);
-    let tree = std::env::var_os("TOOLHOST_BENCH_TREE").map(PathBuf::from).or_else(|| {
-        let home = PathBuf::from(
-            std::env::var_os("CARGO_HOME")
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo").into_os_string()))?,
-        );
-        let src = home.join("registry/src");
-        src.is_dir().then_some(src)
-    });
-    match tree {
-        Some(tree) if Command::new("rg").arg("--version").output().is_ok() => index_grep_figures(&tree),
-        Some(_) => println!("index-grep: skipped, `rg` is not on the PATH (apt-get install ripgrep)"),
-        None => println!("index-grep: skipped; set TOOLHOST_BENCH_TREE to a large source tree"),
-    }
+    common::with_tree_and_rg("index-grep", index_grep_figures);
 }

@@ -7,7 +7,9 @@
 //! or the folder in `TOOLHOST_BENCH_TREE`. Run with `cargo bench --bench warm_search` (release
 //! build; needs `rg` on the PATH).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -106,17 +108,5 @@ fn main() {
         println!("warm_search: bench");
         return;
     }
-    let tree = std::env::var_os("TOOLHOST_BENCH_TREE").map(PathBuf::from).or_else(|| {
-        let home = PathBuf::from(
-            std::env::var_os("CARGO_HOME")
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo").into_os_string()))?,
-        );
-        let src = home.join("registry/src");
-        src.is_dir().then_some(src)
-    });
-    match tree {
-        Some(tree) if Command::new("rg").arg("--version").output().is_ok() => figures(&tree),
-        Some(_) => println!("warm search: skipped, `rg` is not on the PATH (apt-get install ripgrep)"),
-        None => println!("warm search: skipped; set TOOLHOST_BENCH_TREE to a large source tree"),
-    }
+    common::with_tree_and_rg("warm search", figures);
 }

@@ -223,32 +223,21 @@ impl HostBuilder {
     /// # Errors
     /// When the workspace root does not exist, a tool folder given with [`HostBuilder::tool_dir`]
     /// does not exist, a Rust tool is refused by the registry, or the prelude fails to load (a bug).
-    pub fn build(self) -> Result<Host> {
+    pub fn build(mut self) -> Result<Host> {
         settle_steel_home();
         let workspace = Workspace::new(&self.root)?;
         if let Some(missing) = self.tool_dirs.iter().find(|d| !d.is_dir()) {
             return Err(Error::config(format!("the tool folder {} does not exist", missing.display())));
         }
-        let mut registry = Registry::new();
-        if self.builtin_tools {
-            for tool in tools::builtin_tools(&self.limits)? {
-                registry.register(tool)?;
-            }
-        }
-        for tool in self.extra {
-            registry.register(tool)?;
-        }
+        let mut registry = self.rust_registry()?;
         let mut engine = engine::new_engine(self.trusted_scripts, self.display_to_stderr)
             .map_err(|message| Error::new(ErrorKind::Script, message))?;
         let mut scheme_names: HashSet<String> =
             engine.globals().iter().map(|name| name.resolve().to_string()).collect();
         scheme_names.extend(prelude_names());
         let (mcp, load_errors) = start_mcp(&self.mcp_servers, workspace.root(), &mut registry, &scheme_names);
+        let guard = self.guard_with_confirmer();
         let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default(), search: Default::default() };
-        let guard = match self.confirmer {
-            Some(confirmer) => self.guard.confirmer(confirmer),
-            None => self.guard,
-        };
         let shared = Arc::new(Shared::new(registry.clone(), ctx, guard, scheme_names));
         bridge::install(&mut engine, &shared);
         crate::scheme_test::install(&mut engine, &shared);
@@ -291,6 +280,30 @@ impl HostBuilder {
 }
 
 impl HostBuilder {
+    /// The registry of the Rust tools: the built-in ones (unless left out) and those given with
+    /// [`HostBuilder::tool`], which it takes.
+    fn rust_registry(&mut self) -> Result<Registry> {
+        let mut registry = Registry::new();
+        if self.builtin_tools {
+            for tool in tools::builtin_tools(&self.limits)? {
+                registry.register(tool)?;
+            }
+        }
+        for tool in std::mem::take(&mut self.extra) {
+            registry.register(tool)?;
+        }
+        Ok(registry)
+    }
+
+    /// The guard, asking the confirmer given with [`HostBuilder::confirmer`] if any.
+    fn guard_with_confirmer(&mut self) -> Guard {
+        let guard = std::mem::take(&mut self.guard);
+        match self.confirmer.take() {
+            Some(confirmer) => guard.confirmer(confirmer),
+            None => guard,
+        }
+    }
+
     /// Builds a host of the Rust tools alone (the built-in ones and those given with
     /// [`HostBuilder::tool`]): no interpreter, no tool files, no MCP servers, and no warm search
     /// index (index-grep searches cold). It is what a one-shot call of a built-in tool needs; the
@@ -298,25 +311,14 @@ impl HostBuilder {
     ///
     /// # Errors
     /// When the workspace root does not exist or a Rust tool is refused by the registry.
-    pub fn build_rust_tools(self) -> Result<RustToolHost> {
+    pub fn build_rust_tools(mut self) -> Result<RustToolHost> {
         let workspace = Workspace::new(&self.root)?;
-        let mut registry = Registry::new();
-        if self.builtin_tools {
-            for tool in tools::builtin_tools(&self.limits)? {
-                registry.register(tool)?;
-            }
-        }
-        for tool in self.extra {
-            registry.register(tool)?;
-        }
+        let registry = self.rust_registry()?;
         // One call and done: an index would never be asked twice.
         let search = crate::search_index::SearchIndex::default();
         search.disable();
+        let guard = self.guard_with_confirmer();
         let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default(), search };
-        let guard = match self.confirmer {
-            Some(confirmer) => self.guard.confirmer(confirmer),
-            None => self.guard,
-        };
         Ok(RustToolHost { shared: Arc::new(Shared::new(registry, ctx, guard, HashSet::new())) })
     }
 }

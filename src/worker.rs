@@ -394,7 +394,7 @@ pub fn serve(builder: HostBuilder, rust_tools: bool) -> i32 {
         libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO);
         UnixStream::from_raw_fd(WORKER_FD)
     };
-    let Ok(mut writer) = socket.try_clone() else { return 1 };
+    let Ok(writer) = socket.try_clone() else { return 1 };
     if rust_tools {
         return serve_rust_tools(builder, socket, writer);
     }
@@ -409,14 +409,25 @@ pub fn serve(builder: HostBuilder, rust_tools: bool) -> i32 {
     // SIGINT): each one interrupts the running call instead of killing the worker.
     let interrupter = host.interrupter();
     let _ = ctrlc::set_handler(move || interrupter.interrupt());
-    if !send(&mut writer, &Reply::LoadErrors(host.load_errors().to_vec())) {
+    let load_errors = host.load_errors().to_vec();
+    answer_requests(socket, writer, load_errors, |request| Some(answer(&mut host, request)))
+}
+
+/// Says the worker is ready (with its load errors), then answers each request read from `socket`
+/// until the other end closes or `reply` has no answer for one. Returns the exit code.
+fn answer_requests(
+    socket: UnixStream,
+    mut writer: UnixStream,
+    load_errors: Vec<Error>,
+    mut reply: impl FnMut(Request) -> Option<Reply>,
+) -> i32 {
+    if !send(&mut writer, &Reply::LoadErrors(load_errors)) {
         return 1;
     }
     for line in BufReader::new(socket).lines() {
         let Ok(line) = line else { break };
-        let Ok(request) = serde_json::from_str::<Request>(&line) else { break };
-        let reply = answer(&mut host, request);
-        if !send(&mut writer, &reply) {
+        let Some(answer) = serde_json::from_str::<Request>(&line).ok().and_then(&mut reply) else { break };
+        if !send(&mut writer, &answer) {
             break;
         }
     }
@@ -432,7 +443,7 @@ fn send(writer: &mut UnixStream, reply: &Reply) -> bool {
 
 /// [`serve`] with the Rust tools alone (see [`HostBuilder::build_rust_tools`]): calls are
 /// answered; anything else needs the interpreter, and ends the worker.
-fn serve_rust_tools(builder: HostBuilder, socket: UnixStream, mut writer: UnixStream) -> i32 {
+fn serve_rust_tools(builder: HostBuilder, socket: UnixStream, writer: UnixStream) -> i32 {
     let host = match builder.build_rust_tools() {
         Ok(host) => host,
         Err(e) => {
@@ -442,19 +453,9 @@ fn serve_rust_tools(builder: HostBuilder, socket: UnixStream, mut writer: UnixSt
     };
     let cancel = host.cancel();
     let _ = ctrlc::set_handler(move || cancel.cancel());
-    if !send(&mut writer, &Reply::LoadErrors(Vec::new())) {
-        return 1;
-    }
-    for line in BufReader::new(socket).lines() {
-        let Ok(line) = line else { break };
-        let reply = match serde_json::from_str::<Request>(&line) {
-            Ok(Request::Call(call)) => Reply::Call(Box::new(host.run_call(&call))),
-            Ok(Request::LoadErrors) => Reply::LoadErrors(Vec::new()),
-            _ => break,
-        };
-        if !send(&mut writer, &reply) {
-            break;
-        }
-    }
-    0
+    answer_requests(socket, writer, Vec::new(), |request| match request {
+        Request::Call(call) => Some(Reply::Call(Box::new(host.run_call(&call)))),
+        Request::LoadErrors => Some(Reply::LoadErrors(Vec::new())),
+        _ => None,
+    })
 }
