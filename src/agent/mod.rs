@@ -11,7 +11,7 @@
 //!
 //! MCP tools (`server.tool`) reach the loop as more entries of the catalogue, under their provider
 //! names (`server__tool`), and their calls come back through the same call path, which maps the
-//! names back; the loop has no MCP code of its own (`tests/agent.rs` has a session in which the
+//! names back; the loop has no MCP code of its own (`tests/agent/agent.rs` has a session in which the
 //! model calls a Scheme tool and an MCP tool in one reply).
 //!
 //! # Stopping

@@ -2,7 +2,7 @@
 //! exactly what a cold search gives, on a real tree, after every kind of change, made through the
 //! tools or behind the host's back.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

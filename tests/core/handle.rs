@@ -1,6 +1,6 @@
 //! `HostHandle`: the host on its own thread, reached from many threads at once.
 
-mod common;
+use crate::common;
 
 use std::thread;
 

@@ -1,7 +1,7 @@
 //! Guard rules on a real host: by tool, by path, the first match deciding, reasons reaching the
 //! model, and the decision kept in the call record.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

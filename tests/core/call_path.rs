@@ -1,7 +1,7 @@
 //! The JSON call path (design section 3) and Scheme calls of the same tools (section 1), observed
 //! through real tools on a real workspace.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! expression of a line, `display` output kept, Ctrl-C, errors a person can act on, completion.
 //! The interactive parts run on a real pseudo-terminal.
 
-mod common;
+use crate::common;
 
 use common::*;
 

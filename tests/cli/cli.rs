@@ -1,6 +1,6 @@
 //! The `toolhost` command line (design section 13), run as a real child process.
 
-mod common;
+use crate::common;
 
 use std::process::Output;
 

@@ -1,7 +1,7 @@
 //! Every workspace escape is refused, for every path-taking tool, reads and writes alike
 //! (design section 10).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! shows the exact arguments it received). The peers are the pinned npm packages of
 //! tests/fixtures/mcp, installed on first use (see `common::peers`).
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! The tool author's loop: edit a tool file, `:reload` (or `Host::reload`), errors that point at
 //! the file and line, `toolhost check` and `toolhost test`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use toolhost::HostBuilder;

@@ -1,7 +1,7 @@
 //! Config files, workspace trust and the flags on top, through the real `toolhost` binary with a
 //! home folder of the test's own (never the real user's).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 
@@ -258,7 +258,7 @@ fn the_example_config_in_the_repository_is_valid_and_applies() {
     // Its MCP servers are illustrations: starting them would fetch a package, or reach whatever
     // listens on the port. Pointed at a missing command and a closed port, they fail to start,
     // which shows that the `[[mcp]]` entries applied.
-    let example = include_str!("../toolhost.example.toml")
+    let example = include_str!("../../toolhost.example.toml")
         .replace("command = \"npx\"", "command = \"toolhost-test-no-such-command\"")
         .replace("http://127.0.0.1:3001/mcp", "http://127.0.0.1:9/mcp");
     let dir = workspace(&[("example.toml", &example)]);

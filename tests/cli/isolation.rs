@@ -3,7 +3,7 @@
 //! grace, and the next call works on a fresh worker. And a load test: 10,000 calls through one
 //! handle, every result right, the worker's memory flat.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

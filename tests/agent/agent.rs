@@ -4,7 +4,7 @@
 //! P-format text, several calls in one reply), retries and errors, the guard's confirmations, the
 //! session log, and `toolhost agent` run as a real process.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -2,7 +2,7 @@
 //! against a model server on 127.0.0.1: a session replays clean on the state it started from, and
 //! the same log reports each result that differs after a file or a tool's behaviour changed.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -1,7 +1,7 @@
 //! Tools written in Scheme (design section 8): register-tool and define-tool, optional parameters,
 //! loading tool folders, reporting broken files, the script sandbox and the per-call time limit.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

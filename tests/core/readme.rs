@@ -1,13 +1,13 @@
 //! The README's worked example of a tool file, run as the README says it runs.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;
 
 /// The first ```scheme block of the README: the word-count tool file.
 fn readme_tool_file() -> String {
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../../README.md");
     let start = readme.find("```scheme\n").expect("a scheme block") + "```scheme\n".len();
     let len = readme[start..].find("```").expect("the block ends");
     readme[start..start + len].to_string()

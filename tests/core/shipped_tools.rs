@@ -1,6 +1,6 @@
 //! The Scheme tools that ship in `scheme/`, each called through the JSON path as a model calls them.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

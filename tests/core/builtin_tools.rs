@@ -1,6 +1,6 @@
 //! The built-in tools (design section 9) on real files and real processes.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

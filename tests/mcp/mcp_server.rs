@@ -3,7 +3,7 @@
 //! errors as `isError` results, confirmations without a person, and a standard output that carries
 //! nothing but the protocol.
 
-mod common;
+use crate::common;
 
 use serde_json::{json, Value};
 

@@ -1,0 +1,11 @@
+//! The `toolhost` command as a person runs it: its subcommands, the REPL on a terminal, and calls
+//! isolated in a worker process.
+//!
+//! One test binary per area (each links the whole dependency graph once); one module per subsystem.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cli;
+mod isolation;
+mod repl;

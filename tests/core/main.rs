@@ -1,0 +1,22 @@
+//! The library's behaviour through its public API: the call path, the guard, the built-in, shipped
+//! and Scheme tools, the workspace boundary, config, trust, warm search, the handle and the tool
+//! author's loop.
+//!
+//! One test binary per area (each links the whole dependency graph once); one module per subsystem.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod authoring;
+mod builtin_tools;
+mod call_path;
+mod config;
+mod guard;
+mod handle;
+mod model_boundary;
+mod pformat;
+mod readme;
+mod scheme_tools;
+mod shipped_tools;
+mod warm_search;
+mod workspace_boundary;
