@@ -7,8 +7,14 @@
 //! included. When the worker dies the request ends with `crashed`; when it overruns its deadline
 //! plus a short grace it is killed and the request ends with `timeout`. Either way the next request
 //! starts a fresh worker (tools loaded again) and works.
+//!
+//! The socket is the worker's alone: the worker marks it close-on-exec before anything else, so no
+//! command or MCP server it starts inherits it (one that did could forge replies, or keep the socket
+//! open after the worker died). And the parent watches the worker process itself (a pidfd) beside the
+//! socket, so a worker's death ends the call at once even if some other process held the socket.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -84,6 +90,9 @@ struct Live {
     /// The replies, a JSON line each, read on the requesting thread: a reader thread in between
     /// would add two thread wake-ups to every call.
     from_worker: BufReader<UnixStream>,
+    /// Readable once the worker has exited (`None` where the kernel has no pidfds: then the
+    /// worker's exit status is polled).
+    pidfd: Option<OwnedFd>,
     /// When the CPU backstop was last set, and for what deadline (see [`bound_cpu`]).
     cpu_bounded: Option<(Instant, Duration)>,
 }
@@ -96,31 +105,92 @@ enum Heard {
     TimedOut,
 }
 
+/// What waiting on the worker came to.
+enum Woke {
+    /// The socket has something to read (or was closed).
+    Readable,
+    /// The worker exited and the socket has nothing for us.
+    Exited,
+    /// Neither, within the wait.
+    Nothing,
+}
+
+/// How long one wait may last where the worker's exit is polled rather than watched.
+const EXIT_POLL: Duration = Duration::from_millis(100);
+
+/// How long one read waits for the rest of a line before the worker is looked at again.
+const READ_SLICE: Duration = Duration::from_millis(50);
+
 impl Live {
-    /// Reads the next reply, waiting at most `limit`.
+    /// Reads the next reply, waiting at most `limit`. The worker's death ends the wait at once,
+    /// whoever else may hold the socket open.
     fn hear(&mut self, limit: Duration) -> Heard {
         let deadline = Instant::now() + limit;
-        let mut line = String::new();
+        // Bytes, not a String: a line cut between two reads may end inside a UTF-8 character.
+        let mut line = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Heard::TimedOut;
             }
+            // Bytes already buffered need no wait.
+            if self.from_worker.buffer().is_empty() {
+                match self.wait(left) {
+                    Woke::Readable => {}
+                    Woke::Exited => return Heard::Gone,
+                    Woke::Nothing => continue,
+                }
+            }
             // A zero timeout would mean none; a millisecond is the least wait worth asking for.
-            if self.from_worker.get_ref().set_read_timeout(Some(left.max(Duration::from_millis(1)))).is_err() {
+            let slice = left.min(READ_SLICE).max(Duration::from_millis(1));
+            if self.from_worker.get_ref().set_read_timeout(Some(slice)).is_err() {
                 return Heard::Gone;
             }
-            match self.from_worker.read_line(&mut line) {
+            match self.from_worker.read_until(b'\n', &mut line) {
                 Ok(0) => return Heard::Gone,
                 // A line is complete: a reply, or a sign the worker is not sane (treated as dead).
-                Ok(_) if line.ends_with('\n') => {
-                    return serde_json::from_str(&line).map_or(Heard::Gone, Heard::Reply);
+                Ok(_) if line.ends_with(b"\n") => {
+                    return serde_json::from_slice(&line).map_or(Heard::Gone, Heard::Reply);
                 }
                 Ok(_) => {}
                 Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => return Heard::Gone,
             }
+        }
+    }
+
+    /// Waits at most `limit` for the socket to become readable or the worker to exit.
+    fn wait(&mut self, limit: Duration) -> Woke {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        let socket = self.from_worker.get_ref().as_fd();
+        let limit = if self.pidfd.is_some() { limit } else { limit.min(EXIT_POLL) };
+        let timeout = Timespec::try_from(limit).ok();
+        let mut fds = [PollFd::from_borrowed_fd(socket, PollFlags::IN)];
+        let mut both;
+        let ready: &[PollFd<'_>] = match &self.pidfd {
+            Some(pidfd) => {
+                both = [fds[0].clone(), PollFd::new(pidfd, PollFlags::IN)];
+                if poll(&mut both, timeout.as_ref()).is_err() {
+                    return Woke::Nothing;
+                }
+                &both
+            }
+            None => {
+                if poll(&mut fds, timeout.as_ref()).is_err() {
+                    return Woke::Nothing;
+                }
+                &fds
+            }
+        };
+        if !ready[0].revents().is_empty() {
+            Woke::Readable
+        } else if ready.get(1).is_some_and(|pidfd| !pidfd.revents().is_empty()) {
+            Woke::Exited
+        } else if self.pidfd.is_none() && matches!(self.child.try_wait(), Ok(Some(_))) {
+            Woke::Exited
+        } else {
+            Woke::Nothing
         }
     }
 }
@@ -232,7 +302,9 @@ impl WorkerHandle {
         self.started += 1;
         self.pid.store(child.id(), Ordering::SeqCst);
         let reader = mine.try_clone().map_err(|e| crashed(format!("cannot read the worker's socket: {e}")))?;
-        let mut live = Live { child, to_worker: mine, from_worker: BufReader::new(reader), cpu_bounded: None };
+        let pidfd = rustix::process::Pid::from_raw(child.id() as i32)
+            .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok());
+        let mut live = Live { child, to_worker: mine, from_worker: BufReader::new(reader), pidfd, cpu_bounded: None };
         match live.hear(self.spec.start_deadline) {
             Heard::Reply(Reply::LoadErrors(errors)) => self.load_errors = errors,
             Heard::Reply(_) | Heard::Gone => {
@@ -383,17 +455,22 @@ fn crashed(message: String) -> Error {
 }
 
 /// The worker's side: builds the host from `builder`, says it is ready (its load errors), then
-/// answers requests read from [`WORKER_FD`] until the other end closes. Standard output is pointed
-/// at standard error first, so nothing the host prints can reach whoever reads the parent's.
-/// Returns the exit code.
+/// answers requests read from [`WORKER_FD`] until the other end closes. The socket is made
+/// close-on-exec first, so no process the worker starts inherits it, and standard output is pointed
+/// at standard error, so nothing the host prints can reach whoever reads the parent's. Returns the
+/// exit code.
 pub fn serve(builder: HostBuilder, rust_tools: bool) -> i32 {
     use std::os::fd::FromRawFd;
     // SAFETY: descriptor 3 was set up by the parent (see `WorkerHandle::start`) and is owned here
-    // alone; dup2 only redirects descriptor 1.
-    let socket = unsafe {
-        libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO);
-        UnixStream::from_raw_fd(WORKER_FD)
-    };
+    // alone.
+    let socket = unsafe { OwnedFd::from_raw_fd(WORKER_FD) };
+    // Its copy (`try_clone` below) and every other descriptor this process makes are close-on-exec
+    // already: Rust opens them so.
+    if rustix::io::fcntl_setfd(&socket, rustix::io::FdFlags::CLOEXEC).is_err() {
+        return 1;
+    }
+    let _ = rustix::stdio::dup2_stdout(rustix::stdio::stderr());
+    let socket = UnixStream::from(socket);
     let Ok(writer) = socket.try_clone() else { return 1 };
     if rust_tools {
         return serve_rust_tools(builder, socket, writer);

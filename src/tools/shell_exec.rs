@@ -155,16 +155,19 @@ fn run(ctx: &ToolCtx, cmd: &str, timeout_s: Option<i64>) -> Result<Run> {
         }
         n => (n as u64, None),
     };
-    let mut child = Command::new("sh")
+    let mut command = Command::new("sh");
+    command
         .arg("-c")
         .arg(cmd)
         .current_dir(ctx.workspace.root())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| Error::tool_failed(format!("cannot start sh: {e}")))?;
+        .process_group(0);
+    // SAFETY: between fork and exec, one system call (close_range or fcntl), which is
+    // async-signal-safe.
+    unsafe { command.pre_exec(|| close_inherited_descriptors()) };
+    let mut child = command.spawn().map_err(|e| Error::tool_failed(format!("cannot start sh: {e}")))?;
     let group = child.id() as libc::pid_t;
     let cap = ctx.limits.shell_stream_bytes();
     let stdout = Arc::new(Mutex::new(Captured::default()));
@@ -232,6 +235,28 @@ fn run(ctx: &ToolCtx, cmd: &str, timeout_s: Option<i64>) -> Result<Run> {
         return Err(Error::tool_failed("interrupted: the command and every process it started were killed"));
     }
     Ok(Run { status, stdout: take(stdout), stderr: take(stderr), timed_out, abandoned, timeout, clamp_note })
+}
+
+/// Marks every descriptor above the standard three close-on-exec, so the command inherits nothing
+/// of toolhost's (a worker's socket, a file it has open) nor of whatever started toolhost. Called
+/// between fork and exec: system calls only.
+fn close_inherited_descriptors() -> std::io::Result<()> {
+    // SAFETY: close_range takes plain integers and touches only this process's descriptor table.
+    let marked = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };
+    if marked == 0 {
+        return Ok(());
+    }
+    // Kernels before 5.11 have no CLOSE_RANGE_CLOEXEC: mark each open descriptor.
+    // SAFETY: getrlimit and fcntl are async-signal-safe and take plain values.
+    unsafe {
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        let top =
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 { limit.rlim_cur.min(1 << 16) } else { 1024 };
+        for fd in 3..top as i32 {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+    Ok(())
 }
 
 fn kill_group(group: libc::pid_t) {

@@ -139,3 +139,91 @@ fn toolhost_call_answers_crashed_when_the_tool_kills_its_worker() {
     let answer: Value = serde_json::from_slice(&out.stdout).expect("one JSON answer");
     assert_eq!(answer["result"], "in", "{answer}");
 }
+
+/// A worker on `dir` that runs `shell-exec` and the test tools, with `deadline` per call.
+fn worker_with(
+    dir: &Path,
+    tools: &Path,
+    home: &Path,
+    program: &str,
+    prefix: &[&str],
+    deadline: Duration,
+) -> WorkerHandle {
+    let mut args: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();
+    for arg in ["--root", &dir.display().to_string(), "--tools", &tools.display().to_string(), "worker"] {
+        args.push(arg.to_string());
+    }
+    let mut spec = WorkerSpec::new(program, args);
+    spec.call_deadline = deadline;
+    spec.shell_deadline = deadline;
+    spec.grace = Duration::from_secs(1);
+    spec.env = vec![
+        ("HOME".into(), home.display().to_string()),
+        ("XDG_CONFIG_HOME".into(), home.join("xdg-config").display().to_string()),
+    ];
+    WorkerHandle::spawn(spec).expect("worker starts")
+}
+
+/// Regression (issue 17, hole 5): the worker's socket was inherited by every command, so a command
+/// that wrote a reply to descriptor 3 made its own call return the forgery, and every later reply
+/// answered the call before it.
+#[test]
+fn a_command_cannot_forge_its_calls_result_through_the_workers_socket() {
+    let dir = workspace(&[]);
+    let tools = tempfile::tempdir().unwrap();
+    write(tools.path(), "t.scm", TOOLS);
+    let home = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_toolhost");
+    let mut worker = worker_with(dir.path(), tools.path(), home.path(), bin, &[], Duration::from_secs(30));
+    // A well-formed reply, as the worker would write it, claiming the call said "forged".
+    let forged = worker.call("echo", r#"{"x":"forged"}"#);
+    let line = serde_json::to_string(&toolhost::handle::Reply::Call(Box::new(forged))).unwrap();
+    write(dir.path(), "forged.json", &format!("{line}\n"));
+
+    let record = worker.call("shell-exec", r#"{"cmd": "cat forged.json >&3 2>/dev/null; echo real"}"#);
+    let text = record.result.as_ref().ok().and_then(Value::as_str).unwrap_or_default().to_string();
+    assert!(text.contains("--- stdout ---\nreal\n"), "the call's own result: {:?}", record.result);
+    // And the replies stay in step.
+    let next = worker.call("echo", r#"{"x":"next"}"#);
+    assert_eq!(next.result.as_ref().ok(), Some(&Value::String("next".into())));
+}
+
+/// Regression (issue 17, hole 5): a command sees its standard streams and nothing else of
+/// toolhost's, in a worker and in process.
+#[test]
+fn commands_inherit_no_descriptor_but_their_standard_streams() {
+    let dir = workspace(&[]);
+    let home = Home::new();
+    for flags in [&[][..], &["--no-isolate"][..]] {
+        let mut args = flags.to_vec();
+        args.extend(["call", "shell-exec", r#"{"cmd": "ls /proc/$$/fd"}"#]);
+        let out = home.run(dir.path(), &args, None);
+        let answer: Value = serde_json::from_slice(&out.stdout).expect("one JSON answer");
+        assert_eq!(answer["result"], "exit code: 0\n--- stdout ---\n0\n1\n2\n--- stderr ---\n", "{flags:?}");
+    }
+}
+
+/// Regression (issue 17, hole 5): a process that kept the worker's end of the socket open hid the
+/// worker's death, so the call waited for its deadline and reported `timeout`. The worker is
+/// watched itself: its death ends the call with `crashed` at once.
+#[test]
+fn a_workers_death_is_seen_at_once_even_if_another_process_holds_its_socket() {
+    let dir = workspace(&[]);
+    let tools = tempfile::tempdir().unwrap();
+    write(tools.path(), "t.scm", TOOLS);
+    let home = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_toolhost");
+    // The worker starts through sh, which leaves a process holding descriptor 3 behind.
+    let prefix = ["-c", "sleep 300.5 & exec \"$0\" \"$@\"", bin];
+    let deadline = Duration::from_secs(30);
+    let mut worker = worker_with(dir.path(), tools.path(), home.path(), "sh", &prefix, deadline);
+    let started = Instant::now();
+    let record = worker.call("deep", "{}");
+    let took = started.elapsed();
+    for pid in processes_with_arg("300.5") {
+        // SAFETY: a signal to the sleep this test started.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    assert_eq!(kind(&record), "crashed", "{:?}", record.result);
+    assert!(took < deadline / 2, "the crash was seen only after {took:?}");
+}
