@@ -9,8 +9,9 @@
 //! not know, and every value is checked when the file is read, so nothing runs with a half-read or
 //! half-understood config: limits must be positive, globs must compile, URLs must be `http(s)://`,
 //! `provider.api_key_env` must be the *name* of a variable (never the key), `provider.extra_body` may
-//! not set `tools`, `messages` or `model`, and an `[[mcp]]` server has a unique name of
-//! `[A-Za-z0-9_-]` and exactly one of `command` (stdio) or `url` (streamable HTTP).
+//! not set `tools`, `messages` or `model`, an `[[mcp]]` server has a unique name of
+//! `[A-Za-z0-9_-]` and exactly one of `command` (stdio) or `url` (streamable HTTP), and `[shell]`'s
+//! `env_keep`/`env_drop` are variable names (`*` may stand for any characters).
 //!
 //! # Errors
 //!
@@ -24,17 +25,18 @@
 //!
 //! [`merge`] takes layers in order, earliest first (the user's file, then the project's). Each file
 //! sets only what it names, so a later file overrides an earlier one key by key:
-//! - scalars (each limit, `guard.default`, `scripts.trusted`, each `provider` field) take the last
-//!   file's value that sets them;
+//! - scalars (each limit, `guard.default`, `scripts.trusted`, each `provider` field, `shell.sandbox`,
+//!   `shell.network`, `shell.background`) take the last file's value that sets them;
 //! - `provider.extra_body` merges key by key (top-level keys only: a later `{ a = { x = 1 } }`
 //!   replaces the earlier `a` whole, since a request field is one value);
-//! - `tools` folders accumulate, the earlier file's first, each folder once;
+//! - `tools` folders accumulate, the earlier file's first, each folder once; so do `shell.writable`
+//!   folders and `shell.env_keep` / `shell.env_drop` names;
 //! - `guard.rule` lists concatenate with the later file's rules *first*: the first matching rule
 //!   decides, so the project's rules decide where they match and the user's still apply elsewhere;
 //! - `[[mcp]]` servers merge by name: a later server with a known name replaces the earlier one in its
 //!   place (so the catalogue order stays stable), new names are appended.
 //!
-//! Relative `tools` entries are resolved against the folder of the file that names them when the file
+//! Relative `tools` and `shell.writable` entries are resolved against the folder of the file that names them when the file
 //! is read, so after merging every folder is a full path and it no longer matters which file named it.
 
 use std::collections::BTreeMap;
@@ -71,6 +73,38 @@ pub enum Dialect {
     Native,
     /// Tool calls written as text tags (design section 7), for models without native tool calls.
     Pformat,
+}
+
+/// How strictly `shell-exec` commands are confined (design section 19): `required`, `best-effort` or
+/// `off` in a config file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Confine every part the settings ask for, or refuse to run the command and say why.
+    #[default]
+    Required,
+    /// Confine what the kernel can; warn once on standard error about the rest.
+    BestEffort,
+    /// Run commands unconfined, with the user's rights (the environment policy still applies).
+    Off,
+}
+
+/// `[shell]`: the `shell-exec` sandbox. Scalars `None` and lists empty unless a file sets them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShellConfig {
+    /// `required` (the default), `best-effort` or `off`.
+    pub sandbox: Option<SandboxMode>,
+    /// Whether commands may use the network; false when unset.
+    pub network: Option<bool>,
+    /// Whether processes a command starts may outlive its call; false when unset.
+    pub background: Option<bool>,
+    /// Folders commands may write beneath besides the workspace root and their temporary folder,
+    /// joined to the folder of the file that names them.
+    pub writable: Vec<PathBuf>,
+    /// Environment variables passed to commands although their names look like secrets.
+    pub env_keep: Vec<String>,
+    /// More environment variables not passed to commands.
+    pub env_drop: Vec<String>,
 }
 
 /// `[limits]`: each `None` when no file sets it, so the core applies its own default.
@@ -177,6 +211,8 @@ pub struct ConfigLayer {
     pub provider: ProviderConfig,
     /// `[[mcp]]`, in file order.
     pub mcp: Vec<McpServerConfig>,
+    /// `[shell]`.
+    pub shell: ShellConfig,
 }
 
 /// The merged config the host uses (see the module docs for how layers combine).
@@ -197,6 +233,8 @@ pub struct Config {
     pub provider: ProviderConfig,
     /// MCP servers, by unique name.
     pub mcp: Vec<McpServerConfig>,
+    /// `[shell]`.
+    pub shell: ShellConfig,
     /// The files that were read, in order.
     pub files: Vec<PathBuf>,
 }
@@ -280,9 +318,26 @@ pub fn merge(layers: impl IntoIterator<Item = ConfigLayer>) -> Config {
             }
         }
 
+        let (shell, later) = (&mut config.shell, layer.shell);
+        shell.sandbox = later.sandbox.or(shell.sandbox);
+        shell.network = later.network.or(shell.network);
+        shell.background = later.background.or(shell.background);
+        add_new(&mut shell.writable, later.writable);
+        add_new(&mut shell.env_keep, later.env_keep);
+        add_new(&mut shell.env_drop, later.env_drop);
+
         config.files.push(layer.file);
     }
     config
+}
+
+/// Appends the items of `later` that `list` does not hold yet.
+fn add_new<T: PartialEq>(list: &mut Vec<T>, later: Vec<T>) {
+    for item in later {
+        if !list.contains(&item) {
+            list.push(item);
+        }
+    }
 }
 
 /// Reads and checks a config file that must exist.
@@ -434,6 +489,16 @@ pub fn parse(text: &str, file: &Path) -> Result<ConfigLayer> {
 
     let mcp = mcp_servers(raw.mcp.map(|m| m.0).unwrap_or_default(), text, &shown)?;
 
+    let raw_shell = raw.shell.unwrap_or_default();
+    let shell = ShellConfig {
+        sandbox: raw_shell.sandbox,
+        network: raw_shell.network,
+        background: raw_shell.background,
+        writable: raw_shell.writable.unwrap_or_default().iter().map(|w| normalize(&folder.join(&w.0))).collect(),
+        env_keep: raw_shell.env_keep.unwrap_or_default().into_iter().map(|n| n.0).collect(),
+        env_drop: raw_shell.env_drop.unwrap_or_default().into_iter().map(|n| n.0).collect(),
+    };
+
     Ok(ConfigLayer {
         file: file.to_path_buf(),
         tools,
@@ -443,6 +508,7 @@ pub fn parse(text: &str, file: &Path) -> Result<ConfigLayer> {
         scripts_trusted: raw.scripts.and_then(|s| s.trusted),
         provider,
         mcp,
+        shell,
     })
 }
 
@@ -586,6 +652,18 @@ struct RawFile {
     scripts: Option<RawScripts>,
     provider: Option<RawProvider>,
     mcp: Option<TableArray<RawMcp>>,
+    shell: Option<RawShell>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawShell {
+    sandbox: Option<SandboxMode>,
+    network: Option<bool>,
+    background: Option<bool>,
+    writable: Option<Vec<FolderName>>,
+    env_keep: Option<Vec<EnvPattern>>,
+    env_drop: Option<Vec<EnvPattern>>,
 }
 
 #[derive(Default, Deserialize)]
@@ -823,6 +901,39 @@ impl<'de> Deserialize<'de> for EnvName {
             ));
         }
         Ok(EnvName(s))
+    }
+}
+
+/// A folder named in the config: not empty, and not starting with `~` (which no shell expands here).
+struct FolderName(String);
+
+impl<'de> Deserialize<'de> for FolderName {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.trim().is_empty() {
+            return Err(de::Error::custom("must not be empty"));
+        }
+        if s.starts_with('~') {
+            return Err(de::Error::custom(format!(
+                "{s:?}: `~` is not expanded; give the full path (or one relative to this file's folder)"
+            )));
+        }
+        Ok(FolderName(s))
+    }
+}
+
+/// An environment variable's name, where `*` may stand for any characters (`AWS_*`).
+struct EnvPattern(String);
+
+impl<'de> Deserialize<'de> for EnvPattern {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s.is_empty() || !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '*') {
+            return Err(de::Error::custom(format!(
+                "must be a variable name of letters, digits and `_`, where `*` stands for any characters, got {s:?}"
+            )));
+        }
+        Ok(EnvPattern(s))
     }
 }
 

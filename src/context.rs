@@ -1,9 +1,11 @@
 //! What a tool handler is given besides its arguments: the workspace it works in, the limits that
-//! bound its output and its time, and the flag that says the person wants it stopped.
+//! bound its output and its time, the shell sandbox, and the flag that says the person wants it
+//! stopped.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::sandbox::Sandbox;
 use crate::search_index::SearchIndex;
 use crate::workspace::Workspace;
 
@@ -18,6 +20,8 @@ pub struct ToolCtx {
     pub cancel: Cancel,
     /// The workspace's search index, which index-grep keeps warm; clones share it.
     pub search: SearchIndex,
+    /// What bounds a `shell-exec` command (`[shell]`).
+    pub sandbox: Sandbox,
 }
 
 /// A flag an interrupt sets and long-running tools watch. Cheap to clone; clones share the flag.

@@ -26,6 +26,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::guard::{Confirmer, Guard};
 use crate::mcp::McpClients;
 use crate::registry::{Handler, Primitive, Registry};
+use crate::sandbox::Sandbox;
 use crate::spec::SpecSet;
 use crate::tools;
 use crate::value::write_scheme;
@@ -90,6 +91,7 @@ pub struct HostBuilder {
     shipped_tools: bool,
     project_tools: bool,
     limits: Limits,
+    sandbox: Sandbox,
     guard: Guard,
     confirmer: Option<Confirmer>,
     extra: Vec<Primitive>,
@@ -109,6 +111,7 @@ impl HostBuilder {
             shipped_tools: true,
             project_tools: true,
             limits: Limits::default(),
+            sandbox: Sandbox::default(),
             guard: Guard::default(),
             confirmer: None,
             extra: Vec::new(),
@@ -151,6 +154,13 @@ impl HostBuilder {
         self
     }
 
+    /// What bounds `shell-exec` commands (design section 19). The default sandbox confines them:
+    /// see [`crate::sandbox`].
+    pub fn sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
     /// The guard's rules, default and confirmer.
     pub fn guard(mut self, guard: Guard) -> Self {
         self.guard = guard;
@@ -163,15 +173,17 @@ impl HostBuilder {
         self
     }
 
-    /// Applies a config (design section 17): its limits, its guard rules and default, its tool
-    /// folders, whether scripts are trusted, and its `[[mcp]]` servers. A confirmer set with
-    /// [`HostBuilder::confirmer`] is kept.
+    /// Applies a config (design section 17): its limits, its shell sandbox, its guard rules and
+    /// default, its tool folders, whether scripts are trusted, and its `[[mcp]]` servers. A
+    /// confirmer set with [`HostBuilder::confirmer`] is kept.
     ///
     /// # Errors
-    /// A rule whose glob does not compile (the config reader checks them first).
+    /// A rule whose glob does not compile (the config reader checks them first), or a folder the
+    /// config names that does not exist.
     pub fn config(self, config: &Config) -> Result<Self> {
         let mut builder = self
             .limits(Limits::from_config(config))
+            .sandbox(Sandbox::from_config(config)?)
             .guard(Guard::from_config(config)?)
             .trusted_scripts(config.scripts_trusted.unwrap_or(false))
             .mcp_servers(config.mcp.clone());
@@ -237,7 +249,13 @@ impl HostBuilder {
         scheme_names.extend(prelude_names());
         let (mcp, load_errors) = start_mcp(&self.mcp_servers, workspace.root(), &mut registry, &scheme_names);
         let guard = self.guard_with_confirmer();
-        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default(), search: Default::default() };
+        let ctx = ToolCtx {
+            workspace,
+            limits: self.limits,
+            cancel: Cancel::default(),
+            search: Default::default(),
+            sandbox: self.sandbox,
+        };
         let shared = Arc::new(Shared::new(registry.clone(), ctx, guard, scheme_names));
         bridge::install(&mut engine, &shared);
         crate::scheme_test::install(&mut engine, &shared);
@@ -285,7 +303,7 @@ impl HostBuilder {
     fn rust_registry(&mut self) -> Result<Registry> {
         let mut registry = Registry::new();
         if self.builtin_tools {
-            for tool in tools::builtin_tools(&self.limits)? {
+            for tool in tools::builtin_tools(&self.limits, &self.sandbox)? {
                 registry.register(tool)?;
             }
         }
@@ -318,7 +336,7 @@ impl HostBuilder {
         let search = crate::search_index::SearchIndex::default();
         search.disable();
         let guard = self.guard_with_confirmer();
-        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default(), search };
+        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default(), search, sandbox: self.sandbox };
         Ok(RustToolHost { shared: Arc::new(Shared::new(registry, ctx, guard, HashSet::new())) })
     }
 }

@@ -58,7 +58,8 @@
 //! | [`workspace`] | the workspace boundary |
 //! | [`search_index`] | warm search: the trigram index index-grep keeps in a long-lived host |
 //! | [`guard`] | allow / deny / confirm before a call runs, and the decision it records |
-//! | [`context`] | what handlers receive: workspace and limits |
+//! | [`context`] | what handlers receive: workspace, limits and the shell sandbox |
+//! | [`sandbox`] | the shell sandbox: what a `shell-exec` command may write, reach and leave behind |
 //! | [`config`] | config files: reading, checking and merging them |
 //! | [`trust`] | workspace trust: which workspaces' own config and tools may load |
 //! | [`setup`] | what the command line builds a host from: config, trust and flags |
@@ -92,6 +93,7 @@ pub mod param;
 pub mod pformat;
 pub mod registry;
 pub mod repl;
+pub mod sandbox;
 pub mod schema;
 pub mod scheme_test;
 pub mod search_index;

@@ -32,16 +32,17 @@ use steel::rvals::SteelVal;
 use crate::context::{Limits, ToolCtx};
 use crate::error::Result;
 use crate::registry::Primitive;
+use crate::sandbox::Sandbox;
 
-/// Every built-in tool, in catalogue order, described with `limits`.
-pub fn builtin_tools(limits: &Limits) -> Result<Vec<Primitive>> {
+/// Every built-in tool, in catalogue order, described with `limits` and `sandbox`.
+pub fn builtin_tools(limits: &Limits, sandbox: &Sandbox) -> Result<Vec<Primitive>> {
     Ok(vec![
         fs_read::tool(limits)?,
         fs_write::tool()?,
         fs_edit::tool()?,
         fs_list::tool()?,
         index_grep::tool(limits)?,
-        shell_exec::tool(limits)?,
+        shell_exec::tool(limits, sandbox)?,
     ])
 }
 

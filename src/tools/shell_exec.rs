@@ -1,9 +1,10 @@
-//! `shell-exec cmd [timeout-s]`: runs `sh -c cmd` in the workspace root in its own process group,
-//! returns the exit code and capped stdout and stderr, and on timeout kills the whole group, so
-//! children the command started die with it.
+//! `shell-exec cmd [timeout-s]`: runs `sh -c cmd` in the workspace root under the shell sandbox
+//! (`crate::sandbox`: what it may write, whether it has a network, which variables it sees, and a
+//! supervisor that ends every process it started), returns the exit code and capped stdout and
+//! stderr, and on timeout or interrupt ends the command and everything it started.
 
 use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
@@ -16,29 +17,46 @@ use super::text::thousands;
 use crate::context::{Limits, ToolCtx};
 use crate::error::{Error, ErrorKind, Result};
 use crate::registry::Primitive;
+use crate::sandbox::Sandbox;
 use crate::typed::Tool;
 
-/// How long, after the command exits or is killed, shell-exec waits for its output pipes to close.
-/// They stay open while a process that left the command's process group (`setsid`, a daemon)
-/// holds them; such a process is neither killed nor waited for.
+/// How long, after the command and its processes were ended, shell-exec waits for its output pipes
+/// to close and for the supervisor to exit. The pipes stay open only while a process that is not
+/// ended holds them: a background process where they are allowed, a process outside the command's
+/// group when the sandbox is off, or one the descriptors were passed to.
 const OUTPUT_GRACE: Duration = Duration::from_secs(1);
 
 /// How often a waiting command checks for an interrupt: a person's Ctrl-C ends it this soon.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 
-/// The closing note when a process outside the command's group kept the output pipes open.
-const ABANDONED_NOTE: &str = "[note: a process outside the command's process group (started with setsid or as a \
-     daemon) still holds its output open; it was not waited for or killed, and what it writes from now on is not \
-     shown]\n";
+/// The closing note when the output pipes stayed open after the command ended, by why that can be.
+fn abandoned_note(supervised: bool, background: bool) -> &'static str {
+    match (supervised, background) {
+        (true, _) => {
+            "[note: a process outside this call still holds the command's output open (the descriptors were passed \
+             to it); what it writes from now on is not shown]\n"
+        }
+        (false, true) => {
+            "[note: a background process the command started still holds its output open; background processes are \
+             allowed ([shell] background), so it keeps running, and what it writes from now on is not shown]\n"
+        }
+        (false, false) => {
+            "[note: a process outside the command's process group (started with setsid or as a daemon) still holds \
+             its output open; the sandbox is off, so it was not waited for or killed, and what it writes from now \
+             on is not shown]\n"
+        }
+    }
+}
 
-pub fn tool(limits: &Limits) -> Result<Primitive> {
+pub fn tool(limits: &Limits, sandbox: &Sandbox) -> Result<Primitive> {
     Tool::new(
         "shell-exec",
         format!(
             "Run a shell command with `sh -c` in the workspace root, with no input. Returns the exit \
              code, stdout and stderr (each capped at {} bytes). The command and every process it \
-             started are killed when the timeout passes.",
-            thousands(limits.shell_stream_bytes() as u64)
+             started are killed when the timeout passes. {}",
+            thousands(limits.shell_stream_bytes() as u64),
+            sandbox.describe()
         ),
     )
     .param("cmd", "The command line, as sh reads it")
@@ -87,8 +105,8 @@ fn shell_exec(ctx: &ToolCtx, cmd: String, timeout_s: Option<i64>) -> Result<Stri
             text.push_str(&format!("[{name} held bytes that are not UTF-8, shown as \u{fffd}]\n"));
         }
     }
-    if run.abandoned {
-        text.push_str(ABANDONED_NOTE);
+    if let Some(note) = run.abandoned {
+        text.push_str(note);
     }
     if run.timed_out {
         return Err(Error::new(
@@ -135,16 +153,16 @@ struct Run {
     stdout: Captured,
     stderr: Captured,
     timed_out: bool,
-    /// A process outside the command's group kept the output pipes open.
-    abandoned: bool,
+    /// The output pipes stayed open after the command ended: the note saying why.
+    abandoned: Option<&'static str>,
     /// The timeout that applied, in seconds.
     timeout: u64,
     /// Said when the asked-for timeout was above the configured maximum.
     clamp_note: Option<String>,
 }
 
-/// Runs `sh -c cmd` in its own process group with the timeout asked for (the configured one when
-/// left out or 0, at most the configured maximum), capturing capped output.
+/// Runs `sh -c cmd` under the sandbox with the timeout asked for (the configured one when left out
+/// or 0, at most the configured maximum), capturing capped output.
 fn run(ctx: &ToolCtx, cmd: &str, timeout_s: Option<i64>) -> Result<Run> {
     let max = ctx.limits.shell_timeout_s;
     let (timeout, clamp_note) = match timeout_s.unwrap_or(0) {
@@ -155,6 +173,7 @@ fn run(ctx: &ToolCtx, cmd: &str, timeout_s: Option<i64>) -> Result<Run> {
         }
         n => (n as u64, None),
     };
+    let prepared = ctx.sandbox.prepare(ctx.workspace.root(), std::env::vars_os())?;
     let mut command = Command::new("sh");
     command
         .arg("-c")
@@ -162,13 +181,9 @@ fn run(ctx: &ToolCtx, cmd: &str, timeout_s: Option<i64>) -> Result<Run> {
         .current_dir(ctx.workspace.root())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    // SAFETY: between fork and exec, one system call (close_range or fcntl), which is
-    // async-signal-safe.
-    unsafe { command.pre_exec(|| close_inherited_descriptors()) };
-    let mut child = command.spawn().map_err(|e| Error::tool_failed(format!("cannot start sh: {e}")))?;
-    let group = child.id() as libc::pid_t;
+        .stderr(Stdio::piped());
+    let (mut child, mut supervision) =
+        prepared.spawn(command).map_err(|e| Error::tool_failed(format!("cannot start sh: {e}")))?;
     let cap = ctx.limits.shell_stream_bytes();
     let stdout = Arc::new(Mutex::new(Captured::default()));
     let stderr = Arc::new(Mutex::new(Captured::default()));
@@ -187,7 +202,8 @@ fn run(ctx: &ToolCtx, cmd: &str, timeout_s: Option<i64>) -> Result<Run> {
     thread::spawn(move || {
         let _ = exit_tx.send(child.wait());
     });
-    // Waits for the exit, the timeout or an interrupt, whichever comes first.
+    // Waits for the exit, the timeout or an interrupt, whichever comes first. With a supervisor,
+    // its exit comes once every process the command started is gone.
     let deadline = Instant::now() + Duration::from_secs(timeout);
     let (mut timed_out, mut interrupted, mut status) = (false, false, None);
     loop {
@@ -209,16 +225,16 @@ fn run(ctx: &ToolCtx, cmd: &str, timeout_s: Option<i64>) -> Result<Run> {
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
     }
-    // On timeout or interrupt, and also after a normal exit, end whatever is left of the group.
-    kill_group(group);
+    // On timeout or interrupt, and (unless background processes are allowed) after a normal
+    // exit, end whatever is left.
+    supervision.end(timed_out || interrupted);
     // From here on the call waits at most OUTPUT_GRACE in all.
     let deadline = Instant::now() + OUTPUT_GRACE;
     if status.is_none() {
-        // The group leader is dead now; reap it so it does not linger as a zombie.
+        // Reap the process started (the supervisor exits once it ended everything).
         let _ = exit_rx.recv_timeout(deadline.saturating_duration_since(Instant::now()));
     }
-    // The readers end when every process holding the pipes has closed them. One that left the
-    // group (setsid, a daemon) survives the kill and may hold them for ever: wait only briefly.
+    // The readers end when every process holding the pipes has closed them.
     let mut finished = 0;
     while finished < readers {
         match read_rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
@@ -226,7 +242,8 @@ fn run(ctx: &ToolCtx, cmd: &str, timeout_s: Option<i64>) -> Result<Run> {
             Err(_) => break,
         }
     }
-    let abandoned = finished < readers;
+    let abandoned =
+        (finished < readers).then(|| abandoned_note(supervision.supervised(), supervision.background_allowed()));
     let take = |captured: Arc<Mutex<Captured>>| {
         let mut guard = captured.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         std::mem::take(&mut *guard)
@@ -235,35 +252,6 @@ fn run(ctx: &ToolCtx, cmd: &str, timeout_s: Option<i64>) -> Result<Run> {
         return Err(Error::tool_failed("interrupted: the command and every process it started were killed"));
     }
     Ok(Run { status, stdout: take(stdout), stderr: take(stderr), timed_out, abandoned, timeout, clamp_note })
-}
-
-/// Marks every descriptor above the standard three close-on-exec, so the command inherits nothing
-/// of toolhost's (a worker's socket, a file it has open) nor of whatever started toolhost. Called
-/// between fork and exec: system calls only.
-fn close_inherited_descriptors() -> std::io::Result<()> {
-    // SAFETY: close_range takes plain integers and touches only this process's descriptor table.
-    let marked = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };
-    if marked == 0 {
-        return Ok(());
-    }
-    // Kernels before 5.11 have no CLOSE_RANGE_CLOEXEC: mark each open descriptor.
-    // SAFETY: getrlimit and fcntl are async-signal-safe and take plain values.
-    unsafe {
-        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        let top =
-            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 { limit.rlim_cur.min(1 << 16) } else { 1024 };
-        for fd in 3..top as i32 {
-            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-        }
-    }
-    Ok(())
-}
-
-fn kill_group(group: libc::pid_t) {
-    // SAFETY: killpg only sends a signal; `group` is the id of the process group this call created.
-    unsafe {
-        libc::killpg(group, libc::SIGKILL);
-    }
 }
 
 /// What was read from one pipe: the first bytes, up to the cap, and how many more were dropped.

@@ -394,3 +394,68 @@ pub mod peers {
         }
     }
 }
+
+/// A real HTTP server on 127.0.0.1 that answers every request with `hello` and counts the
+/// connections it accepted, for checking whether a command can reach the host's loopback. It stops
+/// when dropped.
+pub struct LocalServer {
+    pub port: u16,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl LocalServer {
+    pub fn start() -> LocalServer {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let port = listener.local_addr().expect("address").port();
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (count, done) = (accepted.clone(), stop.clone());
+        std::thread::spawn(move || {
+            // Bounded: a test's server lives a few minutes at most.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+            while !done.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                match listener.accept() {
+                    Ok((mut stream, _)) => {
+                        count.fetch_add(1, Ordering::SeqCst);
+                        let _ = stream.set_nonblocking(false);
+                        let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+                        let mut request = [0u8; 1024];
+                        let _ = stream.read(&mut request);
+                        let _ = stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            }
+        });
+        LocalServer { port, accepted, stop }
+    }
+
+    /// How many connections it accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for LocalServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Whether process `pid` is gone (or a zombie, dead and waiting for its reaper), read from /proc.
+pub fn is_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// The pid written in the file `path` (by a command, with `echo $$ > path`).
+pub fn pid_in(path: &Path) -> u32 {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.trim().parse().unwrap_or_else(|_| panic!("{}: {text:?} is not a pid", path.display()))
+}

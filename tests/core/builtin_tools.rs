@@ -155,14 +155,6 @@ fn shell_exec_returns_exit_code_stdout_and_stderr() {
     assert_eq!(text, "exit code: 3\n--- stdout ---\nout\nline 1\n--- stderr ---\nerr\n");
 }
 
-fn is_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        // A zombie waiting for a reaper is dead too.
-        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
-}
-
 #[test]
 fn shell_exec_timeout_kills_the_whole_process_group() {
     let dir = workspace(&[]);
@@ -404,7 +396,7 @@ fn index_grep_glob_without_a_slash_matches_names_at_any_depth_and_a_leading_slas
     assert!(message.contains("invalid glob"), "{message}");
 }
 
-/// Kills the process `pid` this test started (and that left the command's group), if it still runs.
+/// Kills the process whose pid is in `pid_file` (one this test's command started), if it still runs.
 fn kill_escaped(pid_file: &Path) {
     if let Some(pid) = std::fs::read_to_string(pid_file).ok().and_then(|s| s.trim().parse::<i32>().ok()) {
         // SAFETY: kill only sends a signal, to a process this test started.
@@ -414,39 +406,66 @@ fn kill_escaped(pid_file: &Path) {
     }
 }
 
-/// Starts `sleep 30` in a session of its own (out of the command's process group, so the group kill
+/// Starts `sleep 30` in a session of its own (out of the command's process group, so a group kill
 /// cannot reach it), holding the command's stdout and stderr, and waits until it has left the group.
 const ESCAPE: &str =
     "setsid sh -c 'echo $$ > escaped.pid; exec sleep 30' & while [ ! -s escaped.pid ]; do sleep 0.05; done";
 
+/// A host whose sandbox leaves processes alone: off, or with background processes allowed.
+fn unsupervised_host(dir: &tempfile::TempDir, background: bool) -> toolhost::Host {
+    let settings = toolhost::sandbox::Sandbox::builder();
+    let settings =
+        if background { settings.background(true) } else { settings.mode(toolhost::config::SandboxMode::Off) };
+    toolhost::HostBuilder::new(dir.path()).sandbox(settings.build().unwrap()).build().unwrap()
+}
+
 #[cfg(unix)]
 #[test]
-fn shell_exec_returns_after_the_command_exits_even_if_a_setsid_child_holds_its_output() {
+fn shell_exec_ends_a_setsid_child_that_holds_its_output_when_the_command_exits() {
     let dir = workspace(&[]);
     let mut host = host(&dir);
-    let started = Instant::now();
     let outcome = host.call("shell-exec", json!({"cmd": format!("{ESCAPE}; echo done")}));
-    let elapsed = started.elapsed();
+    let pid = pid_in(&dir.path().join("escaped.pid"));
+    let gone = is_gone(pid);
     kill_escaped(&dir.path().join("escaped.pid"));
-    let text = ok_text(&outcome);
-    assert!(elapsed < Duration::from_secs(20), "the call waited {elapsed:?} for the escaped child");
-    assert!(text.starts_with("exit code: 0\n--- stdout ---\ndone\n"), "{text}");
-    assert!(text.contains("still holds its output open; it was not waited for"), "{text}");
+    assert_eq!(ok_text(&outcome), "exit code: 0\n--- stdout ---\ndone\n--- stderr ---\n");
+    assert!(gone, "the setsid child {pid} outlived the call");
+}
+
+#[cfg(unix)]
+#[test]
+fn shell_exec_returns_after_the_command_exits_even_if_a_process_it_may_leave_holds_its_output() {
+    for background in [false, true] {
+        let dir = workspace(&[]);
+        let mut host = unsupervised_host(&dir, background);
+        let started = Instant::now();
+        let outcome = host.call("shell-exec", json!({"cmd": format!("{ESCAPE}; echo done")}));
+        let elapsed = started.elapsed();
+        kill_escaped(&dir.path().join("escaped.pid"));
+        let text = ok_text(&outcome);
+        assert!(elapsed < Duration::from_secs(20), "the call waited {elapsed:?} for the escaped child");
+        assert!(text.starts_with("exit code: 0\n--- stdout ---\ndone\n"), "{text}");
+        let note = if background { "so it keeps running" } else { "the sandbox is off, so it was not waited for" };
+        assert!(text.contains(note), "{text}");
+    }
 }
 
 #[cfg(unix)]
 #[test]
 fn shell_exec_timeout_holds_even_if_a_setsid_child_holds_its_output() {
-    let dir = workspace(&[]);
-    let mut host = host(&dir);
-    let started = Instant::now();
-    let outcome = host.call("shell-exec", json!({"cmd": format!("{ESCAPE}; echo started; sleep 30"), "timeout-s": 1}));
-    let elapsed = started.elapsed();
-    kill_escaped(&dir.path().join("escaped.pid"));
-    let (kind, message) = err_of(&outcome);
-    assert!(elapsed < Duration::from_secs(20), "the call waited {elapsed:?} for the escaped child");
-    assert_eq!(kind, "timeout");
-    assert!(message.contains("started") && message.contains("it was not waited for"), "{message}");
+    for background in [false, true] {
+        let dir = workspace(&[]);
+        let mut host = unsupervised_host(&dir, background);
+        let started = Instant::now();
+        let outcome =
+            host.call("shell-exec", json!({"cmd": format!("{ESCAPE}; echo started; sleep 30"), "timeout-s": 1}));
+        let elapsed = started.elapsed();
+        kill_escaped(&dir.path().join("escaped.pid"));
+        let (kind, message) = err_of(&outcome);
+        assert!(elapsed < Duration::from_secs(20), "the call waited {elapsed:?} for the escaped child");
+        assert_eq!(kind, "timeout");
+        assert!(message.contains("started") && message.contains("still holds its output open"), "{message}");
+    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The library's behaviour through its public API: the call path, the guard, the built-in, shipped
-//! and Scheme tools, the workspace boundary, config, trust, warm search, the handle and the tool
-//! author's loop.
+//! and Scheme tools, the workspace boundary, the shell sandbox, config, trust, warm search, the
+//! handle and the tool author's loop.
 //!
 //! One test binary per area (each links the whole dependency graph once); one module per subsystem.
 
@@ -16,6 +16,7 @@ mod handle;
 mod model_boundary;
 mod pformat;
 mod readme;
+mod sandbox;
 mod scheme_tools;
 mod shipped_tools;
 mod warm_search;
