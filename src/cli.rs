@@ -20,8 +20,22 @@ use crate::setup::{Flags, Setup};
 use crate::trust;
 use crate::worker::{WorkerHandle, WorkerSpec};
 
+/// What `--help` says about the shell sandbox, after the commands and flags.
+const SANDBOX_HELP: &str = "\
+The shell sandbox: shell-exec commands may write only beneath the workspace, their own temporary
+folder ($TMPDIR) and the folders [shell] writable names; they have no network; every process they
+start ends with the call; environment variables named like secrets (*KEY*, *SECRET*, *TOKEN*,
+*PASSWORD*) are not passed. To turn parts of it off, in the config's [shell] section:
+  network = true            let commands use the network
+  background = true         let processes a command starts outlive its call
+  writable = [\"/some/dir\"]  more folders commands may write to
+  env_keep = [\"NAME\"]       pass a variable that looks like a secret (env_drop: drop more)
+  sandbox = \"best-effort\"   run with what this kernel can confine (a warning says what not)
+  sandbox = \"off\"           run commands unconfined, with your rights
+By default (sandbox = \"required\") a command the kernel cannot confine is not run. See SECURITY.md.";
+
 #[derive(Parser, Debug)]
-#[command(name = "toolhost", version, about = "An embedded Scheme tool host for LLM agents")]
+#[command(name = "toolhost", version, about = "An embedded Scheme tool host for LLM agents", after_help = SANDBOX_HELP)]
 struct Cli {
     /// The workspace folder tools work in (default: the current folder).
     #[arg(long, global = true, value_name = "DIR")]

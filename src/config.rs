@@ -1062,6 +1062,14 @@ timeout_s = 60
 [[mcp]]
 name = "web_2"
 url = "http://127.0.0.1:3001/mcp"
+
+[shell]
+sandbox = "best-effort"
+network = true
+background = false
+writable = ["cache", "/abs/out/"]
+env_keep = ["GITHUB_TOKEN"]
+env_drop = ["AWS_*", "SSH_AUTH_SOCK"]
 "#;
 
     #[test]
@@ -1130,6 +1138,18 @@ url = "http://127.0.0.1:3001/mcp"
         );
         assert_eq!(layer.mcp[1].transport, McpTransport::Http { url: "http://127.0.0.1:3001/mcp".into() });
         assert_eq!(layer.mcp[1].timeout_s, None);
+
+        assert_eq!(
+            layer.shell,
+            ShellConfig {
+                sandbox: Some(SandboxMode::BestEffort),
+                network: Some(true),
+                background: Some(false),
+                writable: vec![dir.path().join("cache"), PathBuf::from("/abs/out")],
+                env_keep: vec!["GITHUB_TOKEN".into()],
+                env_drop: vec!["AWS_*".into(), "SSH_AUTH_SOCK".into()],
+            }
+        );
     }
 
     #[test]
@@ -1155,6 +1175,42 @@ url = "http://127.0.0.1:3001/mcp"
             |s| matches!(&s.transport, McpTransport::Stdio { args, env, .. } if !args.is_empty() && !env.is_empty())
         ));
         assert!(layer.mcp.iter().any(|s| matches!(s.transport, McpTransport::Http { .. }) && s.timeout_s.is_some()));
+        let shell = &layer.shell;
+        assert!(shell.sandbox.is_some() && shell.network.is_some() && shell.background.is_some());
+        assert!(!shell.writable.is_empty() && !shell.env_keep.is_empty() && !shell.env_drop.is_empty());
+    }
+
+    #[test]
+    fn shell_settings_merge_key_by_key_and_lists_accumulate() {
+        let user = parse(
+            "[shell]\nsandbox = \"best-effort\"\nnetwork = true\nwritable = [\"/c\"]\nenv_keep = [\"A\"]\n",
+            Path::new("/u/config.toml"),
+        )
+        .unwrap();
+        let project = parse(
+            "[shell]\nnetwork = false\nwritable = [\"out\", \"/c\"]\nenv_drop = [\"B_*\"]\n",
+            Path::new("/w/toolhost.toml"),
+        )
+        .unwrap();
+        let shell = merge([user, project]).shell;
+        assert_eq!(shell.sandbox, Some(SandboxMode::BestEffort));
+        assert_eq!(shell.network, Some(false));
+        assert_eq!(shell.background, None);
+        assert_eq!(shell.writable, vec![PathBuf::from("/c"), PathBuf::from("/w/out")]);
+        assert_eq!((shell.env_keep, shell.env_drop), (vec!["A".to_string()], vec!["B_*".to_string()]));
+    }
+
+    #[test]
+    fn shell_values_are_checked() {
+        let msg = parse_err("[shell]\nsandbox = \"loose\"\n");
+        assert!(msg.starts_with("/w/toolhost.toml:2: shell.sandbox: unknown value `loose`, expected one of"), "{msg}");
+        assert!(msg.contains("`best-effort`"), "{msg}");
+        let msg = parse_err("[shell]\nwritable = [\"~/.cargo\"]\n");
+        assert!(msg.contains("shell.writable[1]: \"~/.cargo\": `~` is not expanded"), "{msg}");
+        let msg = parse_err("[shell]\nenv_keep = [\"MY KEY\"]\n");
+        assert!(msg.contains("shell.env_keep[1]: must be a variable name"), "{msg}");
+        let msg = parse_err("[shell]\nnetworks = true\n");
+        assert!(msg.starts_with("/w/toolhost.toml:2: shell.networks: unknown key `networks`"), "{msg}");
     }
 
     #[test]

@@ -117,6 +117,7 @@ pub use handle::HostHandle;
 pub use host::{Host, HostBuilder, Interrupter, Origin, ReloadReport, RustToolHost};
 pub use param::{Param, ParamType, Signature, Skipped};
 pub use registry::{Handler, Primitive, Registry};
+pub use sandbox::Sandbox;
 pub use spec::{Annotations, SpecSet, ToolSpec};
 pub use typed::Tool;
 pub use workspace::Workspace;

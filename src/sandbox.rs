@@ -189,7 +189,9 @@ impl Settings {
         };
         let keep = set("env_keep", &self.env_keep)?;
         let drop = set("env_drop", &self.env_drop)?;
-        Ok(Sandbox { inner: Arc::new(Inner { settings: self, keep, drop, warned: AtomicBool::new(false), support: None }) })
+        Ok(Sandbox {
+            inner: Arc::new(Inner { settings: self, keep, drop, warned: AtomicBool::new(false), support: None }),
+        })
     }
 }
 
@@ -254,6 +256,13 @@ impl Sandbox {
         Report::new(&self.inner.settings, self.inner.support.unwrap_or_else(support))
     }
 
+    /// This sandbox as if the kernel offered `support` (for tests of kernels this machine is not).
+    #[cfg(test)]
+    fn with_support(self, support: &'static Support) -> Sandbox {
+        let Inner { settings, keep, drop, warned, .. } = Arc::try_unwrap(self.inner).unwrap_or_else(|_| unreachable!());
+        Sandbox { inner: Arc::new(Inner { settings, keep, drop, warned, support: Some(support) }) }
+    }
+
     /// Whether the best-effort warning was given.
     pub fn warned(&self) -> bool {
         self.inner.warned.load(Ordering::SeqCst)
@@ -293,6 +302,10 @@ impl Sandbox {
             (false, _) => "Every process it starts ends when the call ends. ",
         });
         text.push_str("Environment variables that look like secrets are not passed to it.");
+        if !report.gaps.is_empty() {
+            let gaps: Vec<&str> = report.gaps.iter().map(|g| g.why.as_str()).collect();
+            text.push_str(&format!(" Not confined on this machine: {}.", gaps.join("; ")));
+        }
         text
     }
 
@@ -314,7 +327,9 @@ impl Sandbox {
         if settings.mode == SandboxMode::Required && !report.gaps.is_empty() {
             return Err(Error::denied(report.refusal()));
         }
-        if settings.mode == SandboxMode::BestEffort && !report.gaps.is_empty() && !self.inner.warned.swap(true, Ordering::SeqCst)
+        if settings.mode == SandboxMode::BestEffort
+            && !report.gaps.is_empty()
+            && !self.inner.warned.swap(true, Ordering::SeqCst)
         {
             eprintln!("toolhost: warning: {}", report.warning());
         }
@@ -348,9 +363,7 @@ impl Sandbox {
                     (false, None) => NetworkRules::NoTcp,
                 };
                 let scope_signals = !settings.background;
-                Some(ruleset(&writable, network, scope_signals).map_err(|e| {
-                    Error::tool_failed(format!("cannot prepare the sandbox's Landlock rules: {e}"))
-                })?)
+                Some(ruleset(&writable, network, scope_signals)?)
             }
             _ => None,
         };
@@ -386,18 +399,17 @@ enum NetworkRules {
 /// The Landlock ruleset of one command: writes beneath `writable` (and to the device files) only;
 /// `network` as above; no signals outside when `scope_signals`. Rights the kernel lacks are left out
 /// (best effort): [`Report`] says what that leaves open.
-fn ruleset(
-    writable: &[PathBuf],
-    network: NetworkRules,
-    scope_signals: bool,
-) -> std::result::Result<RulesetCreated, String> {
+///
+/// # Errors
+/// `tool_failed` naming the folder or the step that failed.
+fn ruleset(writable: &[PathBuf], network: NetworkRules, scope_signals: bool) -> Result<RulesetCreated> {
+    let failed =
+        |e: landlock::RulesetError| Error::tool_failed(format!("cannot prepare the sandbox's Landlock rules: {e}"));
     let write = AccessFs::from_write(TESTED_ABI);
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(write)
-        .map_err(|e| e.to_string())?;
+    let mut ruleset =
+        Ruleset::default().set_compatibility(CompatLevel::BestEffort).handle_access(write).map_err(failed)?;
     if network == NetworkRules::NoTcp {
-        ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp).map_err(|e| e.to_string())?;
+        ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp).map_err(failed)?;
     }
     let mut scopes = landlock::BitFlags::<Scope>::empty();
     if network != NetworkRules::None {
@@ -407,16 +419,17 @@ fn ruleset(
         scopes |= Scope::Signal;
     }
     if !scopes.is_empty() {
-        ruleset = ruleset.scope(scopes).map_err(|e| e.to_string())?;
+        ruleset = ruleset.scope(scopes).map_err(failed)?;
     }
-    let mut created = ruleset.create().map_err(|e| e.to_string())?;
+    let mut created = ruleset.create().map_err(failed)?;
     for folder in writable {
-        let fd = PathFd::new(folder).map_err(|e| format!("{}: {e}", folder.display()))?;
-        created = created.add_rule(PathBeneath::new(fd, write)).map_err(|e| format!("{}: {e}", folder.display()))?;
+        let fd = PathFd::new(folder).map_err(|e| {
+            Error::tool_failed(format!("cannot open {} for the sandbox's rules: {e}", folder.display()))
+        })?;
+        created = created.add_rule(PathBeneath::new(fd, write)).map_err(failed)?;
     }
     let file_write = write & AccessFs::from_file(TESTED_ABI);
-    created = created.add_rules(landlock::path_beneath_rules(DEVICE_FILES, file_write)).map_err(|e| e.to_string())?;
-    Ok(created)
+    created.add_rules(landlock::path_beneath_rules(DEVICE_FILES, file_write)).map_err(failed)
 }
 
 /// What one command runs under, made in the parent before the fork.
@@ -809,7 +822,11 @@ struct Netns {
 impl Netns {
     fn new(kind: NetnsKind) -> Netns {
         let (uid, gid) = (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw());
-        Netns { kind, uid_map: format!("{uid} {uid} 1\n").into_bytes(), gid_map: format!("{gid} {gid} 1\n").into_bytes() }
+        Netns {
+            kind,
+            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        }
     }
 
     /// Between fork and exec: unshares the network (and, for a user, the user namespace, writing
@@ -866,12 +883,17 @@ fn loopback_up() {
 #[derive(Debug)]
 pub struct Support {
     /// The Landlock ABI, or why there is none.
-    pub landlock: std::result::Result<i32, String>,
+    pub landlock: std::result::Result<i32, Unavailable>,
     /// How a network namespace can be made, or why none can.
-    pub netns: std::result::Result<NetnsKind, String>,
+    pub netns: std::result::Result<NetnsKind, Unavailable>,
     /// Whether the supervisor can run (pidfds, /proc), or why not.
-    pub supervisor: std::result::Result<(), String>,
+    pub supervisor: std::result::Result<(), Unavailable>,
 }
+
+/// Why the kernel does not offer something, in words for a report.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
 
 /// What this kernel offers, probed on first use.
 pub fn support() -> &'static Support {
@@ -881,7 +903,7 @@ pub fn support() -> &'static Support {
 
 /// The running kernel's Landlock ABI version. (The landlock crate keeps it to itself, rightly for
 /// choosing rights; here it only says what a report must name.)
-fn landlock_abi() -> std::result::Result<i32, String> {
+fn landlock_abi() -> std::result::Result<i32, Unavailable> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_long = 1;
     // SAFETY: with a null attribute and the VERSION flag this only returns a number.
     let abi = unsafe {
@@ -890,19 +912,20 @@ fn landlock_abi() -> std::result::Result<i32, String> {
     if abi > 0 {
         return Ok(abi as i32);
     }
-    Err(match io::Error::last_os_error().raw_os_error() {
+    Err(Unavailable(match io::Error::last_os_error().raw_os_error() {
         Some(libc::EOPNOTSUPP) => "Landlock is built into this kernel but not enabled (add `landlock` to the `lsm=` \
                                    boot parameter)"
             .to_string(),
-        Some(libc::ENOSYS) => "this kernel has no Landlock (Linux 5.13 or later, built with CONFIG_SECURITY_LANDLOCK)"
-            .to_string(),
+        Some(libc::ENOSYS) => {
+            "this kernel has no Landlock (Linux 5.13 or later, built with CONFIG_SECURITY_LANDLOCK)".to_string()
+        }
         _ => format!("Landlock cannot be used: {}", io::Error::last_os_error()),
-    })
+    }))
 }
 
 /// Tries, in a throwaway child, to make a network namespace directly and then inside a user
 /// namespace.
-fn probe_netns() -> std::result::Result<NetnsKind, String> {
+fn probe_netns() -> std::result::Result<NetnsKind, Unavailable> {
     use rustix::thread::UnshareFlags;
     // SAFETY: the child makes two unshare calls and exits; nothing else runs there.
     let pid = unsafe { libc::fork() };
@@ -919,28 +942,28 @@ fn probe_netns() -> std::result::Result<NetnsKind, String> {
         }
     }
     if pid < 0 {
-        return Err(format!("cannot try: {}", io::Error::last_os_error()));
+        return Err(Unavailable(format!("cannot try to make a network namespace: {}", io::Error::last_os_error())));
     }
     let mut status = 0;
     // SAFETY: waits for the child just forked.
     if unsafe { libc::waitpid(pid, &mut status, 0) } != pid || !libc::WIFEXITED(status) {
-        return Err("the attempt to make one did not finish".to_string());
+        return Err(Unavailable("the attempt to make a network namespace did not finish".to_string()));
     }
     match libc::WEXITSTATUS(status) {
         0 => Ok(NetnsKind::Direct),
         1 => Ok(NetnsKind::InUserNamespace),
-        code => Err(format!(
+        code => Err(Unavailable(format!(
             "no network namespace can be made here (unshare(CLONE_NEWUSER|CLONE_NEWNET): {})",
             io::Error::from_raw_os_error(code - 10)
-        )),
+        ))),
     }
 }
 
 /// The supervisor needs pidfds (Linux 5.3) and /proc.
-fn probe_supervisor() -> std::result::Result<(), String> {
+fn probe_supervisor() -> std::result::Result<(), Unavailable> {
     rustix::process::pidfd_open(rustix::process::getpid(), rustix::process::PidfdFlags::empty())
-        .map_err(|e| format!("this kernel has no pidfds (Linux 5.3): {e}"))?;
-    std::fs::read("/proc/self/stat").map_err(|e| format!("/proc cannot be read: {e}"))?;
+        .map_err(|e| Unavailable(format!("this kernel has no pidfds (Linux 5.3): {e}")))?;
+    std::fs::read("/proc/self/stat").map_err(|e| Unavailable(format!("/proc cannot be read: {e}")))?;
     Ok(())
 }
 
@@ -1012,7 +1035,11 @@ impl Report {
                 Err(why) => {
                     let tcp = abi.is_some_and(|n| n >= TCP_ABI);
                     let partly = if tcp { " (Landlock blocks TCP only, not UDP)" } else { "" };
-                    gaps.push(Gap { part: "network", why: format!("network: {why}{partly}"), setting: "network = true" });
+                    gaps.push(Gap {
+                        part: "network",
+                        why: format!("network: {why}{partly}"),
+                        setting: "network = true",
+                    });
                     if tcp {
                         Confined::Partly
                     } else {
@@ -1026,7 +1053,11 @@ impl Report {
         } else {
             match &support.supervisor {
                 Err(why) => {
-                    gaps.push(Gap { part: "processes", why: format!("processes: {why}"), setting: "background = true" });
+                    gaps.push(Gap {
+                        part: "processes",
+                        why: format!("processes: {why}"),
+                        setting: "background = true",
+                    });
                     Confined::Not
                 }
                 Ok(()) if abi.is_none_or(|n| n < SCOPE_ABI) => {
@@ -1111,6 +1142,79 @@ mod tests {
         }
         let dropped = Sandbox::builder().env_keep("GIT_TOKEN").env_drop("GIT_*").build().unwrap();
         assert!(!dropped.passes_env("GIT_TOKEN"), "a drop wins over a keep");
+    }
+
+    /// A kernel of Linux 5.19's era: Landlock ABI 2, and (as a user where user namespaces are
+    /// restricted) no network namespace.
+    fn older_kernel() -> &'static Support {
+        Box::leak(Box::new(Support {
+            landlock: Ok(2),
+            netns: Err(Unavailable(
+                "no network namespace can be made here (unshare(CLONE_NEWUSER|CLONE_NEWNET): \
+                 Operation not permitted (os error 1))"
+                    .to_string(),
+            )),
+            supervisor: Ok(()),
+        }))
+    }
+
+    #[test]
+    fn required_refuses_a_command_it_cannot_confine_and_says_which_part_why_and_what_changes_it() {
+        let sandbox = Sandbox::default().with_support(older_kernel());
+        let dir = tempfile::tempdir().unwrap();
+        let Err(err) = sandbox.prepare(dir.path(), Vec::new()) else { panic!("a command ran unconfined") };
+        assert_eq!(err.kind(), crate::ErrorKind::Denied);
+        let message = err.message();
+        for part in [
+            "the command was not run: the shell sandbox cannot confine it here (",
+            "files: Landlock ABI 2 cannot stop truncate(2) of files outside the workspace (ABI 3, Linux 6.2, can)",
+            "network: no network namespace can be made here (unshare(CLONE_NEWUSER|CLONE_NEWNET): Operation not permitted",
+            "processes: with Landlock ABI 2 a command can signal processes outside its sandbox, its supervisor included",
+            "[shell] network = true and background = true stops asking for that",
+            "sandbox = \"best-effort\" runs commands with what this kernel can apply",
+        ] {
+            assert!(message.contains(part), "{part:?} missing from: {message}");
+        }
+        assert!(sandbox.describe().starts_with("Commands cannot run here: the sandbox cannot confine them (files: "));
+        // Not asking for the network and process parts leaves the files part alone.
+        let fewer = Sandbox::builder().network(true).background(true).build().unwrap().with_support(older_kernel());
+        let parts: Vec<&str> = fewer.report().gaps.iter().map(|g| g.part).collect();
+        assert_eq!(parts, ["files"]);
+        let none = Sandbox::builder().mode(SandboxMode::Off).build().unwrap().with_support(older_kernel());
+        assert!(none.report().gaps.is_empty() && none.prepare(dir.path(), Vec::new()).is_ok());
+    }
+
+    #[test]
+    fn without_landlock_the_report_says_why() {
+        let support = Box::leak(Box::new(Support {
+            landlock: Err(Unavailable(
+                "this kernel has no Landlock (Linux 5.13 or later, built with CONFIG_SECURITY_LANDLOCK)".into(),
+            )),
+            netns: Ok(NetnsKind::Direct),
+            supervisor: Ok(()),
+        }));
+        let report = Sandbox::default().with_support(support).report();
+        assert!(!report.files && report.network == Confined::Fully && report.processes == Confined::Partly);
+        let why: Vec<&str> = report.gaps.iter().map(|g| g.why.as_str()).collect();
+        assert_eq!(
+            why[0],
+            "files: this kernel has no Landlock (Linux 5.13 or later, built with CONFIG_SECURITY_LANDLOCK)"
+        );
+        assert!(why[1].starts_with("processes: with no Landlock a command can signal"), "{why:?}");
+    }
+
+    #[test]
+    fn best_effort_runs_with_what_it_can_apply_and_warns_once() {
+        let sandbox = Sandbox::builder().mode(SandboxMode::BestEffort).build().unwrap().with_support(older_kernel());
+        let dir = tempfile::tempdir().unwrap();
+        let prepared = sandbox.prepare(dir.path(), vec![("PATH".into(), "/bin".into())]).expect("it runs");
+        assert!(sandbox.warned());
+        // No namespace to enter; Landlock rules and the supervisor still apply.
+        assert!(prepared.netns.is_none() && prepared.landlock.is_some() && prepared.supervise);
+        assert!(prepared.env.iter().any(|(k, _)| k == "TMPDIR"));
+        let report = sandbox.report();
+        assert_eq!((report.network, report.processes), (Confined::Not, Confined::Partly));
+        assert!(report.warning().contains("not confined: files: Landlock ABI 2"), "{}", report.warning());
     }
 
     #[test]

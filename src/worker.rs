@@ -163,31 +163,27 @@ impl Live {
     /// Waits at most `limit` for the socket to become readable or the worker to exit.
     fn wait(&mut self, limit: Duration) -> Woke {
         use rustix::event::{poll, PollFd, PollFlags, Timespec};
-        let socket = self.from_worker.get_ref().as_fd();
         let limit = if self.pidfd.is_some() { limit } else { limit.min(EXIT_POLL) };
         let timeout = Timespec::try_from(limit).ok();
-        let mut fds = [PollFd::from_borrowed_fd(socket, PollFlags::IN)];
-        let mut both;
-        let ready: &[PollFd<'_>] = match &self.pidfd {
+        let socket = self.from_worker.get_ref().as_fd();
+        let mut fds =
+            [PollFd::from_borrowed_fd(socket, PollFlags::IN), PollFd::from_borrowed_fd(socket, PollFlags::IN)];
+        let watched = match &self.pidfd {
             Some(pidfd) => {
-                both = [fds[0].clone(), PollFd::new(pidfd, PollFlags::IN)];
-                if poll(&mut both, timeout.as_ref()).is_err() {
-                    return Woke::Nothing;
-                }
-                &both
+                fds[1] = PollFd::new(pidfd, PollFlags::IN);
+                2
             }
-            None => {
-                if poll(&mut fds, timeout.as_ref()).is_err() {
-                    return Woke::Nothing;
-                }
-                &fds
-            }
+            None => 1,
         };
-        if !ready[0].revents().is_empty() {
-            Woke::Readable
-        } else if ready.get(1).is_some_and(|pidfd| !pidfd.revents().is_empty()) {
-            Woke::Exited
-        } else if self.pidfd.is_none() && matches!(self.child.try_wait(), Ok(Some(_))) {
+        if poll(&mut fds[..watched], timeout.as_ref()).is_err() {
+            return Woke::Nothing;
+        }
+        if !fds[0].revents().is_empty() {
+            return Woke::Readable;
+        }
+        let exited =
+            if watched == 2 { !fds[1].revents().is_empty() } else { matches!(self.child.try_wait(), Ok(Some(_))) };
+        if exited {
             Woke::Exited
         } else {
             Woke::Nothing

@@ -1,5 +1,5 @@
-//! The `toolhost` command as a person runs it: its subcommands, the REPL on a terminal, and calls
-//! isolated in a worker process.
+//! The `toolhost` command as a person runs it: its subcommands, the REPL on a terminal, calls
+//! isolated in a worker process, and the shell sandbox as the command applies it.
 //!
 //! One test binary per area (each links the whole dependency graph once); one module per subsystem.
 
@@ -9,3 +9,4 @@ mod common;
 mod cli;
 mod isolation;
 mod repl;
+mod sandbox;

@@ -66,6 +66,11 @@ impl Home {
         Home(tempfile::tempdir().expect("tempdir"))
     }
 
+    /// The home folder itself (`HOME`).
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+
     /// `$XDG_CONFIG_HOME/toolhost`: where the user's `config.toml` and the trust store live.
     pub fn toolhost_config_dir(&self) -> std::path::PathBuf {
         self.0.path().join("xdg-config/toolhost")
@@ -425,7 +430,8 @@ impl LocalServer {
                         let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(2)));
                         let mut request = [0u8; 1024];
                         let _ = stream.read(&mut request);
-                        let _ = stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+                        let _ =
+                            stream.write_all(b"HTTP/1.0 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
                     }
                     Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
                 }

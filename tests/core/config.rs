@@ -268,8 +268,16 @@ fn the_example_config_in_the_repository_is_valid_and_applies() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("example.toml"), "{}", stderr(&out));
     std::fs::create_dir(dir.path().join("tools")).unwrap();
+    // And a folder commands may write to.
+    let out = home.run(dir.path(), &["--config", "example.toml", "tools"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("shell.writable: the folder"), "{}", stderr(&out));
+    std::fs::create_dir(dir.path().join("build-cache")).unwrap();
     let out = home.run(dir.path(), &["--config", "example.toml", "tools"], None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let catalogue: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let shell = description_of(&catalogue, "shell-exec");
+    assert!(shell.contains(&format!("and {}", dir.path().join("build-cache").display())), "{shell}");
     for server in ["github", "docs"] {
         assert!(stderr(&out).contains(&format!("mcp server \"{server}\" did not start")), "{}", stderr(&out));
     }

@@ -59,7 +59,10 @@ fn writes_outside_the_workspace_fail_and_writes_inside_and_to_the_private_tempor
     assert!(!beside.exists());
 
     // Inside the workspace, in a new folder, and through the shell's own temporary folder.
-    let text = shell(&mut host, "mkdir -p made/deep && echo in > made/deep/f.txt && mv made/deep/f.txt made/g.txt && cat made/g.txt");
+    let text = shell(
+        &mut host,
+        "mkdir -p made/deep && echo in > made/deep/f.txt && mv made/deep/f.txt made/g.txt && cat made/g.txt",
+    );
     assert!(text.starts_with("exit code: 0\n--- stdout ---\nin\n"), "{text}");
     let text = shell(&mut host, "echo t > \"$TMPDIR/scratch\" && cat \"$TMPDIR/scratch\" && echo \"$TMPDIR\"");
     let out = stdout_of(&text);
@@ -198,8 +201,11 @@ fn sandbox_off_really_runs_unconfined() {
     assert!(outside.path().join("written.txt").exists());
     let text = shell(&mut host, &reach(server.port));
     assert!(stdout_of(&text).contains("hello curl=0"), "{text}");
-    let text = shell(&mut host, "setsid sh -c 'echo $$ > escaped.pid; exec sleep 1005' > /dev/null 2>&1 & \
-         while [ ! -s escaped.pid ]; do sleep 0.02; done");
+    let text = shell(
+        &mut host,
+        "setsid sh -c 'echo $$ > escaped.pid; exec sleep 1005' > /dev/null 2>&1 & \
+         while [ ! -s escaped.pid ]; do sleep 0.02; done",
+    );
     assert!(text.starts_with("exit code: 0\n"), "{text}");
     let pid = pid_in(&dir.path().join("escaped.pid"));
     let alive = !is_gone(pid);
@@ -218,7 +224,10 @@ fn the_tool_description_says_what_the_sandbox_allows() {
         host.tool("shell-exec").unwrap().spec.description.clone()
     };
     let confined = describe(Sandbox::default());
-    assert!(confined.contains("it may write only beneath the workspace and its own temporary folder ($TMPDIR)"), "{confined}");
+    assert!(
+        confined.contains("it may write only beneath the workspace and its own temporary folder ($TMPDIR)"),
+        "{confined}"
+    );
     assert!(confined.contains("It has no network") && confined.contains("Every process it starts ends"), "{confined}");
     let extra = tempfile::tempdir().unwrap();
     let open = describe(Sandbox::builder().network(true).background(true).writable(extra.path()).build().unwrap());

@@ -405,3 +405,68 @@ fn tools_format_openai_shows_the_servers_own_schema_with_its_enums_and_nested_ob
         json!(["fast", "slow", null])
     );
 }
+
+/// The processes whose parent is `parent`, read from /proc.
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse::<u32>().ok())
+                == Some(parent)
+        })
+        .collect()
+}
+
+/// What each descriptor of process `pid` refers to (`socket:[123]`, a path, ...).
+fn descriptors_of(pid: u32) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
+    entries.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok()).map(|target| target.display().to_string()).collect()
+}
+
+/// Regression (issue 17, hole 5): every `[[mcp]]` server a worker started inherited the socket the
+/// worker talks to its parent on. No process but the worker holds it.
+#[test]
+fn an_mcp_server_a_worker_starts_does_not_hold_the_workers_socket() {
+    let dir = workspace(&[]);
+    let config = cli_config(&dir, &peers::stdio_entry("fixture", &peers::fixture_server(), &[], None));
+    let home = tempfile::tempdir().unwrap();
+    let args = ["--root", &dir.path().display().to_string(), "--config", &config, "worker"];
+    let mut spec =
+        toolhost::worker::WorkerSpec::new(env!("CARGO_BIN_EXE_toolhost"), args.iter().map(|s| s.to_string()).collect());
+    spec.env = vec![
+        ("HOME".into(), home.path().display().to_string()),
+        ("XDG_CONFIG_HOME".into(), home.path().join("xdg-config").display().to_string()),
+    ];
+    let mut worker = toolhost::worker::WorkerHandle::spawn(spec).expect("worker starts");
+    assert_eq!(worker.call("fixture.args", r#"{"text": "up"}"#).model_text(), r#"{"text":"up"}"#);
+    let pid = worker.worker_pid().expect("a worker runs");
+    let socket = std::fs::read_link(format!("/proc/{pid}/fd/3")).unwrap().display().to_string();
+    assert!(socket.starts_with("socket:"), "{socket}");
+    let servers = children_of(pid);
+    assert!(!servers.is_empty(), "the worker started its MCP server");
+    for server in servers {
+        assert!(!descriptors_of(server).contains(&socket), "process {server} holds the worker's {socket}");
+    }
+}
+
+/// The shell sandbox ends every process a call started, and nothing else: the MCP servers the same
+/// host started go on serving.
+#[test]
+fn ending_a_calls_processes_leaves_the_hosts_mcp_servers_alone() {
+    let dir = workspace(&[]);
+    let mut host = host_with(&dir, vec![fixture("normal")]);
+    no_load_errors(&host);
+    assert_eq!(received(&mut host, json!({"text": "before"})), json!({"text": "before"}));
+    let cmd = "setsid sh -c 'echo $$ > s.pid; exec sleep 1020' & sh -c 'sleep 1021 & echo $! > d.pid'; \
+               while [ ! -s s.pid ] || [ ! -s d.pid ]; do sleep 0.02; done; echo left";
+    let text = ok_text(&host.call("shell-exec", json!({ "cmd": cmd })));
+    assert!(text.contains("left"), "{text}");
+    for file in ["s.pid", "d.pid"] {
+        let pid = common::pid_in(&dir.path().join(file));
+        assert!(common::is_gone(pid), "{file}: {pid} outlived the call");
+    }
+    assert_eq!(received(&mut host, json!({"text": "after"})), json!({"text": "after"}));
+}
