@@ -333,8 +333,9 @@ impl Sandbox {
         {
             eprintln!("toolhost: warning: {}", report.warning());
         }
+        // A name that is not UTF-8 is judged by its readable part, so `KEY` in it still counts.
         let mut env: Vec<(OsString, OsString)> =
-            environment.into_iter().filter(|(name, _)| name.to_str().is_none_or(|n| self.passes_env(n))).collect();
+            environment.into_iter().filter(|(name, _)| self.passes_env(&name.to_string_lossy())).collect();
         let temp = if off {
             None
         } else {
