@@ -113,6 +113,10 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
         /// built-in tool starts its worker so.
         #[arg(long)]
         rust_tools: bool,
+        /// Whoever started it has a terminal on standard error, so confirmations are asked on the
+        /// terminal (the worker's own standard error is a pipe to its parent).
+        #[arg(long)]
+        terminal: bool,
     },
     /// Run the agent loop on TASK with the configured model; print its final answer.
     Agent(crate::agent::command::AgentArgs),
@@ -199,8 +203,9 @@ pub fn main() -> i32 {
         Command::Test(args) => return crate::scheme_test::command(&flags, args),
         _ => {}
     }
-    if let Command::Worker { rust_tools } = cli.command {
-        return match Setup::discover(&flags, None).and_then(|setup| setup.builder(&flags, terminal_confirmer())) {
+    if let Command::Worker { rust_tools, terminal } = cli.command {
+        let confirmer = terminal.then(tty_confirmer);
+        return match Setup::discover(&flags, None).and_then(|setup| setup.builder(&flags, confirmer)) {
             Ok(builder) => crate::worker::serve(builder, rust_tools),
             Err(e) => settings_error(&e),
         };
@@ -357,10 +362,12 @@ fn ask_yes_no(question: &str) -> bool {
 /// Who answers the guard's confirmations from the command line: the person at the terminal, shown
 /// the preview; `None` when standard error is not a terminal (confirm then means deny).
 pub(crate) fn terminal_confirmer() -> Option<Confirmer> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    Some(Arc::new(|request: &ConfirmRequest<'_>| {
+    std::io::stderr().is_terminal().then(tty_confirmer)
+}
+
+/// Asks the person at the terminal (`/dev/tty`), shown the preview.
+fn tty_confirmer() -> Confirmer {
+    Arc::new(|request: &ConfirmRequest<'_>| {
         let reason = request.reason.map(|r| format!(" ({r})")).unwrap_or_default();
         let question = format!(
             "toolhost: {} needs your confirmation{reason}:\n{}\nRun it? [y/N] ",
@@ -368,7 +375,7 @@ pub(crate) fn terminal_confirmer() -> Option<Confirmer> {
             request.preview.trim_end()
         );
         Answer { yes: ask_yes_no(&question), by: "terminal".into() }
-    }))
+    })
 }
 
 /// Reads a `--timeout-s` value: a positive, finite number of seconds.
@@ -425,6 +432,9 @@ pub(crate) fn worker_spec(flags: &Flags, setup: &Setup) -> Option<WorkerSpec> {
         args.push("--yes".to_string());
     }
     args.push("worker".to_string());
+    if std::io::stderr().is_terminal() {
+        args.push("--terminal".to_string());
+    }
     let limits = crate::context::Limits::from_config(&setup.config);
     let mut spec = WorkerSpec::new(program, args);
     spec.call_deadline = limits.scheme_call;

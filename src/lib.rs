@@ -69,6 +69,7 @@
 //! | [`call`] | the JSON call path and the call record |
 //! | [`handle`] | the host on its own thread, reached through a `Send + Sync` handle |
 //! | [`worker`] | the host in a worker process under limits, restarted when it dies or overruns |
+//! | `relay` | a worker's standard error relayed to ours, its last lines kept to say why it died |
 //! | [`agent`] | the agent loop: the model client, the loop, the session log and replay |
 //! | [`mcp`] | MCP both ways: `[[mcp]]` servers' tools as primitives, and `toolhost mcp` |
 //! | [`check`], [`scheme_test`] | the tool author's `toolhost check` and `toolhost test` |
@@ -91,6 +92,7 @@ pub mod mcp;
 pub mod param;
 pub mod pformat;
 pub mod registry;
+mod relay;
 pub mod repl;
 pub mod schema;
 pub mod scheme_test;
