@@ -807,11 +807,20 @@ impl Host {
     }
 
     /// After a tool file failed, binds each tool it meant to define but did not to a procedure
-    /// that says so and why, instead of leaving the name unbound or bound to nothing.
+    /// that says so and why, instead of leaving the name unbound or bound to nothing. A name that is
+    /// another file's tool (or a Rust tool) keeps that tool: the failed file's `define` of the name
+    /// bound it to nothing, while a JSON call would still run the tool, and Scheme must agree.
     fn leave_unavailable(&mut self, text: &str, error: &Error) {
         let scan = engine::scan(text);
         for name in scan.tool_names.iter().chain(&scan.defined_tools) {
-            if self.shared.tool(name).is_some() || self.shared.scheme_names.contains(name) {
+            if self.shared.scheme_names.contains(name) {
+                continue;
+            }
+            if let Some(tool) = self.shared.tool(name) {
+                match tool.handler {
+                    Handler::Rust(_) => bridge::bind_rust_tool(&mut self.engine, &self.shared, tool),
+                    Handler::Scheme => self.bind_tool_name(name),
+                }
                 continue;
             }
             let message = format!("{name} is not defined: the file that defines it failed to load: {error}");
