@@ -1006,23 +1006,13 @@ impl Host {
     }
 }
 
-/// The tool files of `dir`: its `.scm` files in name order, test files (`*_test.scm`) left out.
-/// A missing folder has none.
+/// The tool files of `dir`: its `.scm` files in name order, test files (`*_test.scm`) left out
+/// (see [`crate::source::folder_files`]). A missing folder has none.
 pub fn tool_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "scm") && p.is_file() && !is_test_file(p))
-        .collect();
-    files.sort();
-    files
+    crate::source::folder_files(dir).tools
 }
 
-/// Whether `path` is a Scheme test file (`*_test.scm`), which `toolhost test` runs and tool
-/// folders do not load.
-pub fn is_test_file(path: &Path) -> bool {
-    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with("_test.scm"))
-}
+pub use crate::source::is_test_file;
 
 /// Whether a load error is one `reload` makes again: an error of a file outside toolhost's own.
 fn is_reloadable_error(e: &Error) -> bool {
@@ -1060,10 +1050,11 @@ fn start_mcp(
     (Some(clients), errors)
 }
 
-/// Reads a Scheme file; an error names it.
-fn read_source(path: &Path) -> Result<String> {
-    let name = path.display().to_string();
-    std::fs::read_to_string(path).map_err(|e| Error::new(ErrorKind::Script, e.to_string()).at(name, None))
+/// Reads a Scheme file (a regular file of at most [`crate::source::SCHEME_CAP`] bytes, never
+/// blocking); an error names it.
+pub(crate) fn read_source(path: &Path) -> Result<String> {
+    crate::source::read_text(path, crate::source::SCHEME_CAP)
+        .map_err(|e| Error::new(ErrorKind::Script, e.to_string()).at(path.display().to_string(), None))
 }
 
 /// The names `prelude.scm` defines at top level.

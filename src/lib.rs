@@ -60,6 +60,7 @@
 //! | [`guard`] | allow / deny / confirm before a call runs, and the decision it records |
 //! | [`context`] | what handlers receive: workspace and limits |
 //! | [`config`] | config files: reading, checking and merging them |
+//! | [`source`] | reading the files toolhost obeys or runs: regular files only, capped, never blocking |
 //! | [`trust`] | workspace trust: which workspaces' own config and tools may load |
 //! | [`setup`] | what the command line builds a host from: config, trust and flags |
 //! | `tools` | the built-in tools |
@@ -98,6 +99,7 @@ pub mod schema;
 pub mod scheme_test;
 pub mod search_index;
 pub mod setup;
+pub mod source;
 pub mod spec;
 pub mod strict;
 pub mod tidy;
