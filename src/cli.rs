@@ -55,6 +55,7 @@ procedures and :commands, listing the candidates when there are several.
   :tools             every tool with its signature
   :call NAME JSON    call a tool with JSON arguments, exactly as a model's call runs
   :reload            load the tool files again; says which tools were added, changed, removed
+                     (the workspace's own load only while trusted, as at start-up)
   :load FILE         load one more tool file (and again on each :reload)
   :quit              leave (also Ctrl-D)
 
@@ -214,8 +215,10 @@ pub fn main() -> i32 {
     let answer_out = if matches!(cli.command, Command::Call { .. }) { private_stdout() } else { None };
     // The REPL on a terminal asks whether to trust a workspace instead of skipping its files.
     let interactive = matches!(cli.command, Command::Repl) && on_terminal();
-    let ask = |message: &str| ask_yes_no(&format!("{message}.\nTrust this workspace now? [y/N] "));
-    let setup = match Setup::discover(&flags, if interactive { Some(&ask) } else { None }) {
+    // And it asks again when `:reload` finds the workspace's files changed.
+    let ask: trust::Ask =
+        Arc::new(|message: &str| ask_yes_no(&format!("{message}.\nTrust this workspace now? [y/N] ")));
+    let setup = match Setup::discover(&flags, interactive.then_some(ask)) {
         Ok(setup) => setup,
         Err(e) => return settings_error(&e),
     };
@@ -309,8 +312,7 @@ fn settings_error(e: &Error) -> i32 {
 fn trust_workspace(flags: &Flags) -> i32 {
     match trust::trust(&flags.root) {
         Ok(record) => {
-            let files: Vec<String> =
-                record.files.iter().map(|f| f.strip_prefix(&record.root).unwrap_or(f).display().to_string()).collect();
+            let files = record.shown_files();
             if files.is_empty() {
                 out!(
                     "trusted {} (it has no toolhost.toml or tool files yet; files added later need `toolhost trust` again)",

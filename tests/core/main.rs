@@ -18,5 +18,6 @@ mod pformat;
 mod readme;
 mod scheme_tools;
 mod shipped_tools;
+mod trust;
 mod warm_search;
 mod workspace_boundary;
