@@ -3,6 +3,8 @@
 //! (a file that fails to load, with file:line; a name providers cannot take or that collides
 //! once mapped, which registration refuses, so it is a load error too); warnings (an empty tool
 //! or parameter description, a tool strict mode would send as `strict:false`, with the reason).
+//! With no paths in an untrusted workspace, the workspace's own folders are not loaded: the report
+//! names them as not checked and the exit code is 2, so a CI job cannot pass having checked nothing.
 //! It reads specs and load errors only; building the host is the command line's.
 
 use std::path::PathBuf;
@@ -20,7 +22,8 @@ use crate::strict::strict_schema;
 #[derive(clap::Args, Debug)]
 pub struct CheckArgs {
     /// Tool folders or files to check (default: the folders the host loads: the config's `tools`,
-    /// a trusted project's .toolhost/tools/, --tools).
+    /// a trusted project's .toolhost/tools/, --tools; an untrusted workspace's own folders are
+    /// skipped, said, and exit 2). A folder named here is checked as it is, trusted or not.
     pub paths: Vec<PathBuf>,
     /// `text` for people, `json` for editors and CI.
     #[arg(long, value_enum, default_value = "text")]
@@ -58,6 +61,10 @@ pub struct CheckReport {
     pub tools: Vec<ToolCheck>,
     /// Files that failed to load, each naming its file and line.
     pub errors: Vec<Error>,
+    /// Tool folders it would have checked but did not: the workspace's own, when it is not trusted.
+    pub skipped: Vec<PathBuf>,
+    /// Why they were skipped, in a few words.
+    pub skipped_because: Option<String>,
 }
 
 impl CheckReport {
@@ -79,7 +86,12 @@ impl CheckReport {
             })
             .collect();
         tools.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
-        CheckReport { tools, errors: host.load_errors().to_vec() }
+        CheckReport { tools, errors: host.load_errors().to_vec(), skipped: Vec::new(), skipped_because: None }
+    }
+
+    /// Whether nothing is wrong: no errors, and nothing it should have checked was skipped.
+    pub fn ok(&self) -> bool {
+        self.errors.is_empty() && self.skipped.is_empty()
     }
 
     /// How many warnings there are in all.
@@ -111,11 +123,19 @@ impl CheckReport {
             plural(self.errors.len(), "error"),
             plural(self.warning_count(), "warning")
         ));
+        if !self.skipped.is_empty() {
+            let folders: Vec<String> = self.skipped.iter().map(|f| f.display().to_string()).collect();
+            out.push_str(&format!(
+                "not checked: {} ({}; trust the workspace, or name the folder to check it as it is)\n",
+                folders.join(", "),
+                self.skipped_because.as_deref().unwrap_or("the workspace is not trusted")
+            ));
+        }
         out
     }
 
     /// The report as one JSON object: `{"ok", "tools": [{"name", "signature", "file", "line",
-    /// "warnings"}], "errors": [{"file", "line", "message"}]}`.
+    /// "warnings"}], "errors": [{"file", "line", "message"}], "skipped": [folder, ...]}`.
     pub fn to_json(&self) -> Value {
         let tools: Vec<Value> = self
             .tools
@@ -126,7 +146,8 @@ impl CheckReport {
             .collect();
         let errors: Vec<Value> =
             self.errors.iter().map(|e| json!({"file": e.file(), "line": e.line(), "message": e.message()})).collect();
-        json!({"ok": self.errors.is_empty(), "tools": tools, "errors": errors})
+        let skipped: Vec<String> = self.skipped.iter().map(|f| f.display().to_string()).collect();
+        json!({"ok": self.ok(), "tools": tools, "errors": errors, "skipped": skipped})
     }
 }
 
@@ -148,32 +169,43 @@ pub fn warnings(spec: &ToolSpec) -> Vec<String> {
     out
 }
 
-/// Runs `toolhost check`; returns the exit code: 0 no errors, 1 errors, 2 bad settings.
+/// Runs `toolhost check`; returns the exit code: 0 no errors, 1 errors, 2 bad settings, or folders
+/// it would check were skipped (an untrusted workspace's own: a CI job must not pass having checked
+/// nothing).
 pub fn command(flags: &Flags, args: &CheckArgs) -> i32 {
-    let host = match check_host(flags, &args.paths) {
-        Ok(host) => host,
+    let (host, setup) = match check_host(flags, &args.paths) {
+        Ok(checked) => checked,
         Err(e) => {
             eprintln!("toolhost: {e}");
             return 2;
         }
     };
-    let report = CheckReport::of(&host);
+    let mut report = CheckReport::of(&host);
+    if let Some(setup) = setup {
+        report.skipped = setup.project.skipped_folders();
+        report.skipped_because = Some(setup.project.skipped_because());
+    }
     match args.format {
         ReportFormat::Text => print!("{}", report.to_text()),
         ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default()),
     }
-    i32::from(!report.errors.is_empty())
+    if !report.skipped.is_empty() {
+        2
+    } else {
+        i32::from(!report.errors.is_empty())
+    }
 }
 
-/// The host `check` looks at: the command line's host when no paths are given, else a fresh host
-/// (built-in and shipped tools only) with the given folders and files loaded.
-fn check_host(flags: &Flags, paths: &[PathBuf]) -> crate::Result<Host> {
+/// The host `check` looks at: the command line's host (and its setup) when no paths are given, else
+/// a fresh host (built-in and shipped tools only) with the given folders and files loaded as they are.
+fn check_host(flags: &Flags, paths: &[PathBuf]) -> crate::Result<(Host, Option<Setup>)> {
     if paths.is_empty() {
         let setup = Setup::discover(flags, None)?;
         if let Some(notice) = &setup.notice {
             eprintln!("{notice}");
         }
-        return setup.builder(flags, None)?.display_to_stderr(true).build();
+        let host = setup.builder(flags, None)?.display_to_stderr(true).build()?;
+        return Ok((host, Some(setup)));
     }
     if let Some(missing) = paths.iter().find(|p| !p.exists()) {
         return Err(Error::config(format!("{} does not exist", missing.display())));
@@ -186,7 +218,7 @@ fn check_host(flags: &Flags, paths: &[PathBuf]) -> crate::Result<Host> {
             host.load_tool_file(path);
         }
     }
-    Ok(host)
+    Ok((host, None))
 }
 
 #[cfg(test)]

@@ -69,6 +69,7 @@ procedures and :commands, listing the candidates when there are several.
   :tools             every tool with its signature
   :call NAME JSON    call a tool with JSON arguments, exactly as a model's call runs
   :reload            load the tool files again; says which tools were added, changed, removed
+                     (the workspace's own load only while trusted, as at start-up)
   :load FILE         load one more tool file (and again on each :reload)
   :quit              leave (also Ctrl-D)
 
@@ -127,6 +128,10 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
         /// built-in tool starts its worker so.
         #[arg(long)]
         rust_tools: bool,
+        /// Whoever started it has a terminal on standard error, so confirmations are asked on the
+        /// terminal (the worker's own standard error is a pipe to its parent).
+        #[arg(long)]
+        terminal: bool,
     },
     /// Run the agent loop on TASK with the configured model; print its final answer.
     Agent(crate::agent::command::AgentArgs),
@@ -213,8 +218,9 @@ pub fn main() -> i32 {
         Command::Test(args) => return crate::scheme_test::command(&flags, args),
         _ => {}
     }
-    if let Command::Worker { rust_tools } = cli.command {
-        return match Setup::discover(&flags, None).and_then(|setup| setup.builder(&flags, terminal_confirmer())) {
+    if let Command::Worker { rust_tools, terminal } = cli.command {
+        let confirmer = terminal.then(tty_confirmer);
+        return match Setup::discover(&flags, None).and_then(|setup| setup.builder(&flags, confirmer)) {
             Ok(builder) => crate::worker::serve(builder, rust_tools),
             Err(e) => settings_error(&e),
         };
@@ -223,8 +229,10 @@ pub fn main() -> i32 {
     let answer_out = if matches!(cli.command, Command::Call { .. }) { private_stdout() } else { None };
     // The REPL on a terminal asks whether to trust a workspace instead of skipping its files.
     let interactive = matches!(cli.command, Command::Repl) && on_terminal();
-    let ask = |message: &str| ask_yes_no(&format!("{message}.\nTrust this workspace now? [y/N] "));
-    let setup = match Setup::discover(&flags, if interactive { Some(&ask) } else { None }) {
+    // And it asks again when `:reload` finds the workspace's files changed.
+    let ask: trust::Ask =
+        Arc::new(|message: &str| ask_yes_no(&format!("{message}.\nTrust this workspace now? [y/N] ")));
+    let setup = match Setup::discover(&flags, interactive.then_some(ask)) {
         Ok(setup) => setup,
         Err(e) => return settings_error(&e),
     };
@@ -318,8 +326,7 @@ fn settings_error(e: &Error) -> i32 {
 fn trust_workspace(flags: &Flags) -> i32 {
     match trust::trust(&flags.root) {
         Ok(record) => {
-            let files: Vec<String> =
-                record.files.iter().map(|f| f.strip_prefix(&record.root).unwrap_or(f).display().to_string()).collect();
+            let files = record.shown_files();
             if files.is_empty() {
                 out!(
                     "trusted {} (it has no toolhost.toml or tool files yet; files added later need `toolhost trust` again)",
@@ -371,10 +378,12 @@ fn ask_yes_no(question: &str) -> bool {
 /// Who answers the guard's confirmations from the command line: the person at the terminal, shown
 /// the preview; `None` when standard error is not a terminal (confirm then means deny).
 pub(crate) fn terminal_confirmer() -> Option<Confirmer> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    Some(Arc::new(|request: &ConfirmRequest<'_>| {
+    std::io::stderr().is_terminal().then(tty_confirmer)
+}
+
+/// Asks the person at the terminal (`/dev/tty`), shown the preview.
+fn tty_confirmer() -> Confirmer {
+    Arc::new(|request: &ConfirmRequest<'_>| {
         let reason = request.reason.map(|r| format!(" ({r})")).unwrap_or_default();
         let question = format!(
             "toolhost: {} needs your confirmation{reason}:\n{}\nRun it? [y/N] ",
@@ -382,7 +391,7 @@ pub(crate) fn terminal_confirmer() -> Option<Confirmer> {
             request.preview.trim_end()
         );
         Answer { yes: ask_yes_no(&question), by: "terminal".into() }
-    }))
+    })
 }
 
 /// Reads a `--timeout-s` value: a positive, finite number of seconds.
@@ -439,6 +448,9 @@ pub(crate) fn worker_spec(flags: &Flags, setup: &Setup) -> Option<WorkerSpec> {
         args.push("--yes".to_string());
     }
     args.push("worker".to_string());
+    if std::io::stderr().is_terminal() {
+        args.push("--terminal".to_string());
+    }
     let limits = crate::context::Limits::from_config(&setup.config);
     let mut spec = WorkerSpec::new(program, args);
     spec.call_deadline = limits.scheme_call;

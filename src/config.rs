@@ -42,7 +42,6 @@
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fmt::Write as _;
-use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
@@ -52,6 +51,7 @@ use serde_json::{Map, Value};
 use toml::Spanned;
 
 use crate::error::{Error, Result};
+use crate::source::ReadError;
 
 /// What the guard decides for a call: `allow`, `deny` or `confirm` in a config file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -340,32 +340,31 @@ fn add_new<T: PartialEq>(list: &mut Vec<T>, later: Vec<T>) {
     }
 }
 
-/// Reads and checks a config file that must exist.
+/// Reads and checks a config file that must exist: a regular file (or a link to one) of at most
+/// [`crate::source::CONFIG_CAP`] bytes.
 ///
 /// # Errors
-/// When the file is missing, unreadable, not UTF-8, or invalid (see [`parse`]).
+/// When the file is missing, not a regular file, too large, unreadable, not UTF-8, or invalid (see
+/// [`parse`]).
 pub fn read_file(path: &Path) -> Result<ConfigLayer> {
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        let what = match e.kind() {
-            io::ErrorKind::NotFound => "config file not found".to_string(),
-            io::ErrorKind::InvalidData => "config file is not UTF-8 text".to_string(),
-            _ => format!("cannot read config file: {e}"),
-        };
-        Error::config(what).at(shown, None)
-    })?;
-    parse(&text, path)
+    read_if_exists(path)?.ok_or_else(|| Error::config("config file not found").at(path.display().to_string(), None))
 }
 
-/// Reads and checks a config file when it exists; `Ok(None)` when it does not.
+/// Reads and checks a config file when it exists; `Ok(None)` when nothing is there (a dangling
+/// link included, as for the user's other dotfiles).
 ///
 /// # Errors
-/// When the file exists but is unreadable or invalid.
+/// When something is there but is not a readable, valid config file (see [`read_file`]).
 pub fn read_if_exists(path: &Path) -> Result<Option<ConfigLayer>> {
-    match std::fs::metadata(path) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        _ => read_file(path).map(Some),
-    }
+    let text = match crate::source::read_text(path, crate::source::CONFIG_CAP) {
+        Ok(text) => text,
+        Err(ReadError::NotFound) => return Ok(None),
+        Err(ReadError::NotUtf8) => {
+            return Err(Error::config("config file is not UTF-8 text").at(path.display().to_string(), None))
+        }
+        Err(e) => return Err(Error::config(e.to_string()).at(path.display().to_string(), None)),
+    };
+    parse(&text, path).map(Some)
 }
 
 /// The user's config file: `$XDG_CONFIG_HOME/toolhost/config.toml`, else

@@ -29,6 +29,7 @@ use crate::registry::{Handler, Primitive, Registry};
 use crate::sandbox::Sandbox;
 use crate::spec::SpecSet;
 use crate::tools;
+use crate::trust::{Admission, TrustRule};
 use crate::value::write_scheme;
 use crate::watchdog::Watchdog;
 use crate::workspace::Workspace;
@@ -89,7 +90,7 @@ pub struct HostBuilder {
     tool_dirs: Vec<PathBuf>,
     builtin_tools: bool,
     shipped_tools: bool,
-    project_tools: bool,
+    project: ProjectTools,
     limits: Limits,
     sandbox: Sandbox,
     guard: Guard,
@@ -98,6 +99,18 @@ pub struct HostBuilder {
     trusted_scripts: bool,
     display_to_stderr: bool,
     mcp_servers: Vec<McpServerConfig>,
+}
+
+/// How a host treats the workspace's own tool files.
+#[derive(Clone)]
+enum ProjectTools {
+    /// Not loaded.
+    Off,
+    /// `.toolhost/tools/` loaded from disk as it is.
+    Unchecked,
+    /// Loaded as the trust rule admits them; `admission`: what start-up decided, until the build
+    /// takes it.
+    Trusted { rule: TrustRule, admission: Option<Admission> },
 }
 
 impl HostBuilder {
@@ -109,7 +122,7 @@ impl HostBuilder {
             tool_dirs: Vec::new(),
             builtin_tools: true,
             shipped_tools: true,
-            project_tools: true,
+            project: ProjectTools::Unchecked,
             limits: Limits::default(),
             sandbox: Sandbox::default(),
             guard: Guard::default(),
@@ -141,10 +154,21 @@ impl HostBuilder {
         self
     }
 
-    /// Whether to load the workspace's `.toolhost/tools/`. On by default; the command line turns it
-    /// off in a workspace that is not trusted.
+    /// Whether to load the workspace's `.toolhost/tools/` as it is, unchecked (on by default: the
+    /// embedding program vouches for its workspace). The command line applies the trust rule
+    /// instead ([`HostBuilder::trusted_project`]).
     pub fn project_tools(mut self, on: bool) -> Self {
-        self.project_tools = on;
+        self.project = if on { ProjectTools::Unchecked } else { ProjectTools::Off };
+        self
+    }
+
+    /// Loads the workspace's own tool files (`.toolhost/tools/` and the folders its `toolhost.toml`
+    /// names) only as `rule` admits them (design section 17): at build, and again at every
+    /// [`Host::reload`], which asks when the rule may ask, as start-up does. `admission` is what
+    /// start-up already decided ([`crate::setup::Setup::discover`]): its files load as they were read
+    /// for the trust check, so nothing changed in between loads; `None` applies the rule at build.
+    pub fn trusted_project(mut self, rule: TrustRule, admission: Option<Admission>) -> Self {
+        self.project = ProjectTools::Trusted { rule, admission };
         self
     }
 
@@ -271,6 +295,10 @@ impl HostBuilder {
             load_errors,
             trusted_scripts: self.trusted_scripts,
             tool_dirs: Vec::new(),
+            project: ProjectTools::Off,
+            given_root: self.root.clone(),
+            project_dirs: Vec::new(),
+            skipped_notice: None,
             loaded_files: Vec::new(),
             origins: HashMap::new(),
             sources: Vec::new(),
@@ -285,10 +313,23 @@ impl HostBuilder {
             }
         }
         let mut dirs = Vec::new();
-        if self.project_tools {
-            dirs.push(host.shared.ctx.workspace.root().join(PROJECT_TOOLS_DIR));
+        match self.project {
+            ProjectTools::Off => {}
+            ProjectTools::Unchecked => dirs.push(host.shared.ctx.workspace.root().join(PROJECT_TOOLS_DIR)),
+            ProjectTools::Trusted { rule, admission } => {
+                let admission = match admission {
+                    Some(admission) => admission,
+                    None => rule.admit(&self.root)?,
+                };
+                host.load_admitted(&admission);
+                host.project = ProjectTools::Trusted { rule, admission: None };
+            }
         }
-        dirs.extend(self.tool_dirs);
+        // A folder loaded from the project's files is not loaded again from disk.
+        let project: Vec<PathBuf> = host.project_dirs.iter().filter_map(|d| std::fs::canonicalize(d).ok()).collect();
+        dirs.extend(
+            self.tool_dirs.into_iter().filter(|d| std::fs::canonicalize(d).map_or(true, |d| !project.contains(&d))),
+        );
         for dir in &dirs {
             host.load_dir(dir);
         }
@@ -328,9 +369,14 @@ impl HostBuilder {
     /// same config, limits and guard apply.
     ///
     /// # Errors
-    /// When the workspace root does not exist or a Rust tool is refused by the registry.
+    /// When the workspace root does not exist, a tool folder given with [`HostBuilder::tool_dir`]
+    /// does not exist (as for [`HostBuilder::build`]: the same settings are wrong whichever host
+    /// they build), or a Rust tool is refused by the registry.
     pub fn build_rust_tools(mut self) -> Result<RustToolHost> {
         let workspace = Workspace::new(&self.root)?;
+        if let Some(missing) = self.tool_dirs.iter().find(|d| !d.is_dir()) {
+            return Err(Error::config(format!("the tool folder {} does not exist", missing.display())));
+        }
         let registry = self.rust_registry()?;
         // One call and done: an index would never be asked twice.
         let search = crate::search_index::SearchIndex::default();
@@ -373,8 +419,17 @@ pub struct Host {
     trusted_scripts: bool,
     /// The MCP servers whose tools are registered; dropped after the registry that calls them.
     mcp: Option<McpClients>,
-    /// The tool folders loaded at start-up, in order: [`Host::reload`] loads them again.
+    /// The tool folders loaded from disk at start-up, in order: [`Host::reload`] loads them again.
     tool_dirs: Vec<PathBuf>,
+    /// How the workspace's own tool files load: a reload applies the trust rule again.
+    project: ProjectTools,
+    /// The workspace root as the builder was given it: the project's files are named from it, at a
+    /// reload as at start-up.
+    given_root: PathBuf,
+    /// The workspace's own tool folders whose files the last load (start-up or reload) admitted.
+    project_dirs: Vec<PathBuf>,
+    /// What the trust rule skipped at the last load, in one line.
+    skipped_notice: Option<String>,
     /// Tool files loaded one by one after start-up ([`Host::load_tool_file`]): reloaded too.
     loaded_files: Vec<PathBuf>,
     /// Where each Scheme tool defined by a loaded file was defined.
@@ -426,6 +481,9 @@ pub struct ReloadReport {
     pub unchanged: usize,
     /// The files that failed to load, each naming its file and line.
     pub errors: Vec<Error>,
+    /// What the trust rule skipped, in one line: the workspace's own files changed since it was
+    /// trusted, and were not loaded (nor kept as they were).
+    pub skipped: Option<String>,
 }
 
 impl std::fmt::Display for ReloadReport {
@@ -444,6 +502,9 @@ impl std::fmt::Display for ReloadReport {
             parts.push(format!("{} unchanged", self.unchanged));
         }
         write!(f, "{}", parts.join("; "))?;
+        if let Some(skipped) = &self.skipped {
+            write!(f, "\n{skipped}")?;
+        }
         for error in &self.errors {
             write!(f, "\nerror: {error}")?;
         }
@@ -465,6 +526,12 @@ impl Host {
     /// can be told, the line.
     pub fn load_errors(&self) -> &[Error] {
         &self.load_errors
+    }
+
+    /// What the trust rule skipped when the tools were last loaded (see
+    /// [`HostBuilder::trusted_project`]), in one line to show; `None` when nothing was.
+    pub fn skipped_notice(&self) -> Option<&str> {
+        self.skipped_notice.as_deref()
     }
 
     /// The MCP servers this host is a client of, when it has any.
@@ -726,8 +793,14 @@ impl Host {
     /// unavailable, as at start-up. toolhost's shipped tools, Rust tools and tools defined by
     /// evaluated input or [`Host::load_source`] are left alone.
     pub fn reload(&mut self) -> ReloadReport {
+        // The trust rule first, as start-up applies it (it may ask): a file changed since it was
+        // trusted does not load, here any more than in a fresh `toolhost call`.
+        let admission = match &self.project {
+            ProjectTools::Trusted { rule, .. } => Some(rule.admit(&self.given_root)),
+            ProjectTools::Off | ProjectTools::Unchecked => None,
+        };
         // Only the tools of files it loads again: a tool [`Host::load_source`] defined stays.
-        let dirs = self.tool_dirs.clone();
+        let dirs: Vec<PathBuf> = self.tool_dirs.iter().chain(&self.project_dirs).cloned().collect();
         let files: Vec<String> = self.loaded_files.iter().map(|f| f.display().to_string()).collect();
         let before = self.forget_file_tools(|origin| {
             files.contains(&origin.file)
@@ -735,6 +808,13 @@ impl Host {
         });
         self.load_errors.retain(|e| !is_reloadable_error(e));
         let errors_before = self.load_errors.len();
+        self.project_dirs.clear();
+        self.skipped_notice = None;
+        match admission {
+            Some(Ok(admission)) => self.load_admitted(&admission),
+            Some(Err(e)) => self.load_errors.push(e),
+            None => {}
+        }
         for dir in self.tool_dirs.clone() {
             self.load_dir(&dir);
         }
@@ -744,7 +824,29 @@ impl Host {
             }
         }
         let errors = self.load_errors[errors_before..].to_vec();
-        self.report_changes(before, errors, true)
+        let mut report = self.report_changes(before, errors, true);
+        report.skipped = self.skipped_notice.clone();
+        report
+    }
+
+    /// Loads the workspace's own tool files the trust rule admitted, as they were read for the trust
+    /// check; records what it skipped otherwise.
+    fn load_admitted(&mut self, admission: &Admission) {
+        self.skipped_notice = admission.notice.clone();
+        let Some(files) = admission.loads() else { return };
+        for folder in &files.folders {
+            for file in &folder.tools {
+                let name = file.path.display().to_string();
+                let loaded = match file.text() {
+                    Ok(text) => self.load_text(&name, text, false),
+                    Err(e) => Err(Error::new(ErrorKind::Script, e.message()).at(name, None)),
+                };
+                if let Err(e) = loaded {
+                    self.load_errors.push(e);
+                }
+            }
+            self.project_dirs.push(folder.dir.clone());
+        }
     }
 
     /// Loads one more tool file, and loads it again on every [`Host::reload`]. Tools the same file
@@ -825,11 +927,20 @@ impl Host {
     }
 
     /// After a tool file failed, binds each tool it meant to define but did not to a procedure
-    /// that says so and why, instead of leaving the name unbound or bound to nothing.
+    /// that says so and why, instead of leaving the name unbound or bound to nothing. A name that is
+    /// another file's tool (or a Rust tool) keeps that tool: the failed file's `define` of the name
+    /// bound it to nothing, while a JSON call would still run the tool, and Scheme must agree.
     fn leave_unavailable(&mut self, text: &str, error: &Error) {
         let scan = engine::scan(text);
         for name in scan.tool_names.iter().chain(&scan.defined_tools) {
-            if self.shared.tool(name).is_some() || self.shared.scheme_names.contains(name) {
+            if self.shared.scheme_names.contains(name) {
+                continue;
+            }
+            if let Some(tool) = self.shared.tool(name) {
+                match tool.handler {
+                    Handler::Rust(_) => bridge::bind_rust_tool(&mut self.engine, &self.shared, tool),
+                    Handler::Scheme => self.bind_tool_name(name),
+                }
                 continue;
             }
             let message = format!("{name} is not defined: the file that defines it failed to load: {error}");
@@ -1015,23 +1126,13 @@ impl Host {
     }
 }
 
-/// The tool files of `dir`: its `.scm` files in name order, test files (`*_test.scm`) left out.
-/// A missing folder has none.
+/// The tool files of `dir`: its `.scm` files in name order, test files (`*_test.scm`) left out
+/// (see [`crate::source::folder_files`]). A missing folder has none.
 pub fn tool_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "scm") && p.is_file() && !is_test_file(p))
-        .collect();
-    files.sort();
-    files
+    crate::source::folder_files(dir).tools
 }
 
-/// Whether `path` is a Scheme test file (`*_test.scm`), which `toolhost test` runs and tool
-/// folders do not load.
-pub fn is_test_file(path: &Path) -> bool {
-    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with("_test.scm"))
-}
+pub use crate::source::is_test_file;
 
 /// Whether a load error is one `reload` makes again: an error of a file outside toolhost's own.
 fn is_reloadable_error(e: &Error) -> bool {
@@ -1069,10 +1170,11 @@ fn start_mcp(
     (Some(clients), errors)
 }
 
-/// Reads a Scheme file; an error names it.
-fn read_source(path: &Path) -> Result<String> {
-    let name = path.display().to_string();
-    std::fs::read_to_string(path).map_err(|e| Error::new(ErrorKind::Script, e.to_string()).at(name, None))
+/// Reads a Scheme file (a regular file of at most [`crate::source::SCHEME_CAP`] bytes, never
+/// blocking); an error names it.
+pub(crate) fn read_source(path: &Path) -> Result<String> {
+    crate::source::read_text(path, crate::source::SCHEME_CAP)
+        .map_err(|e| Error::new(ErrorKind::Script, e.to_string()).at(path.display().to_string(), None))
 }
 
 /// The names `prelude.scm` defines at top level.

@@ -61,6 +61,7 @@
 //! | [`context`] | what handlers receive: workspace, limits and the shell sandbox |
 //! | [`sandbox`] | the shell sandbox: what a `shell-exec` command may write, reach and leave behind |
 //! | [`config`] | config files: reading, checking and merging them |
+//! | [`source`] | reading the files toolhost obeys or runs: regular files only, capped, never blocking |
 //! | [`trust`] | workspace trust: which workspaces' own config and tools may load |
 //! | [`setup`] | what the command line builds a host from: config, trust and flags |
 //! | `tools` | the built-in tools |
@@ -70,6 +71,7 @@
 //! | [`call`] | the JSON call path and the call record |
 //! | [`handle`] | the host on its own thread, reached through a `Send + Sync` handle |
 //! | [`worker`] | the host in a worker process under limits, restarted when it dies or overruns |
+//! | `relay` | a worker's standard error relayed to ours, its last lines kept to say why it died |
 //! | [`agent`] | the agent loop: the model client, the loop, the session log and replay |
 //! | [`mcp`] | MCP both ways: `[[mcp]]` servers' tools as primitives, and `toolhost mcp` |
 //! | [`check`], [`scheme_test`] | the tool author's `toolhost check` and `toolhost test` |
@@ -92,12 +94,14 @@ pub mod mcp;
 pub mod param;
 pub mod pformat;
 pub mod registry;
+mod relay;
 pub mod repl;
 pub mod sandbox;
 pub mod schema;
 pub mod scheme_test;
 pub mod search_index;
 pub mod setup;
+pub mod source;
 pub mod spec;
 pub mod strict;
 pub mod tidy;

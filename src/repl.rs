@@ -24,6 +24,7 @@ Input continues on the next line until its parentheses balance.
   :help NAME         a tool's signature, description and parameters
   :call NAME JSON    call a tool with JSON arguments, exactly as a model's call runs
   :reload            load the tool files again; says which tools were added, changed, removed
+                     (the workspace's own load only while trusted, as at start-up)
   :load FILE         load one more tool file (and again on each :reload)
   :quit              leave (also Ctrl-D)";
 

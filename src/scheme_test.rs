@@ -6,7 +6,10 @@
 //!
 //! Decisions:
 //! - Test files are `*_test.scm` files beside the tools (in a tool folder); tool folders do not
-//!   load them as tool files. With no paths, the test files of every folder the host loads run.
+//!   load them as tool files. With no paths, the test files of every folder the host loads run:
+//!   the workspace's own as the trust check read them, and none of them when it is not trusted
+//!   (the run then says which folders it did not test and exits 2, so a CI job cannot pass having
+//!   tested nothing). A folder named on the command line runs as it is, trusted or not.
 //! - Each test file runs in a fresh host that has loaded every tool folder the command line would
 //!   load, plus the folders given. The host's workspace is a copy of the workspace (the files git
 //!   would see: `.gitignore` respected, `.git` left out), made once per run and shared by the test
@@ -34,17 +37,19 @@ use crate::bridge::{self, steel_message, Shared};
 use crate::call::{self, CallRequest};
 use crate::error::{Error, ErrorKind, Result};
 use crate::guard;
-use crate::host::{is_test_file, Host, HostBuilder, PROJECT_TOOLS_DIR};
+use crate::host::{is_test_file, read_source, Host, HostBuilder};
 use crate::param::ParamType;
 use crate::registry::Handler;
 use crate::setup::{Flags, Setup};
+use crate::trust::ProjectFile;
 use crate::value::{self, write_scheme};
 
 /// `toolhost test`'s arguments.
 #[derive(clap::Args, Debug)]
 pub struct TestArgs {
     /// Tool folders (their `*_test.scm` files run) or test files (their folder's tools load).
-    /// Default: every folder the host loads.
+    /// Default: every folder the host loads (an untrusted workspace's own folders are skipped,
+    /// said, and exit 2).
     pub paths: Vec<PathBuf>,
     /// Run in the real workspace instead of a temporary copy: `fs-write` in a test changes it.
     #[arg(long)]
@@ -94,11 +99,16 @@ impl TestReport {
 }
 
 /// Runs `toolhost test`; returns the exit code: 0 every check passed, 1 one failed (or a tool file
-/// or a test form failed), 2 bad settings.
+/// or a test form failed), 2 bad settings, or folders it would test were skipped (an untrusted
+/// workspace's own: a CI job must not pass having tested nothing).
 pub fn command(flags: &Flags, args: &TestArgs) -> i32 {
     match run(flags, args) {
-        Ok(report) => {
+        Ok((report, skipped)) => {
             println!("{}", report.summary());
+            if let Some(skipped) = &skipped {
+                println!("{skipped}");
+                return 2;
+            }
             i32::from(report.failed() > 0)
         }
         Err(e) => {
@@ -108,31 +118,55 @@ pub fn command(flags: &Flags, args: &TestArgs) -> i32 {
     }
 }
 
-fn run(flags: &Flags, args: &TestArgs) -> Result<TestReport> {
+/// A test file to run: one on disk (named on the command line, or in a folder the user's config or
+/// `--tools` names), or one of the workspace's own as the trust check read it.
+enum TestFile {
+    Disk(PathBuf),
+    Trusted(ProjectFile),
+}
+
+impl TestFile {
+    fn path(&self) -> &Path {
+        match self {
+            TestFile::Disk(path) => path,
+            TestFile::Trusted(file) => &file.path,
+        }
+    }
+}
+
+/// The report, and the line saying which of the folders it would test were skipped, if any.
+fn run(flags: &Flags, args: &TestArgs) -> Result<(TestReport, Option<String>)> {
     let setup = Setup::discover(flags, None)?;
     if let Some(notice) = &setup.notice {
         eprintln!("{notice}");
     }
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    if setup.project_trusted {
-        let project = setup.root.join(PROJECT_TOOLS_DIR);
-        if project.is_dir() {
-            dirs.push(project);
-        }
-    }
-    dirs.extend(flags.tool_dirs.iter().cloned());
+    // Folders loaded from disk in each test's host, besides the config's and the trusted project's.
+    let mut dirs: Vec<PathBuf> = flags.tool_dirs.clone();
     let mut tests = Vec::new();
+    let mut skipped = None;
     if args.paths.is_empty() {
+        if let Some(project) = setup.project.loads() {
+            tests.extend(project.folders.iter().flat_map(|f| f.tests.iter().cloned().map(TestFile::Trusted)));
+        }
         for dir in setup.config.tools.iter().chain(&dirs) {
-            tests.extend(test_files(dir));
+            tests.extend(test_files(dir).into_iter().map(TestFile::Disk));
+        }
+        let folders = setup.project.skipped_folders();
+        if !folders.is_empty() {
+            let folders: Vec<String> = folders.iter().map(|f| f.display().to_string()).collect();
+            skipped = Some(format!(
+                "not tested: {} ({}; trust the workspace, or name the folder to test it as it is)",
+                folders.join(", "),
+                setup.project.skipped_because()
+            ));
         }
     }
     for path in &args.paths {
         if path.is_dir() {
-            tests.extend(test_files(path));
+            tests.extend(test_files(path).into_iter().map(TestFile::Disk));
             dirs.push(path.clone());
         } else if path.is_file() && is_test_file(path) {
-            tests.push(path.clone());
+            tests.push(TestFile::Disk(path.clone()));
             dirs.push(path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf));
         } else if path.exists() {
             return Err(Error::config(format!("{} is not a test file (*_test.scm) nor a folder", path.display())));
@@ -140,14 +174,27 @@ fn run(flags: &Flags, args: &TestArgs) -> Result<TestReport> {
             return Err(Error::config(format!("{} does not exist", path.display())));
         }
     }
-    dedupe(&mut dirs, &setup.config.tools);
-    dedupe(&mut tests, &[]);
+    let mut loaded = setup.config.tools.clone();
+    if let Some(project) = setup.project.loads() {
+        loaded.extend(project.folders.iter().map(|f| f.dir.clone()));
+    }
+    dedupe(&mut dirs, &loaded);
+    let mut seen = Vec::new();
+    tests.retain(|test| {
+        let key = std::fs::canonicalize(test.path()).unwrap_or_else(|_| test.path().to_path_buf());
+        let fresh = !seen.contains(&key);
+        seen.push(key);
+        fresh
+    });
     let copy = if args.in_place { None } else { Some(copy_workspace(&setup.root)?) };
     let workdir = copy.as_ref().map_or_else(|| setup.root.clone(), |c| c.path().to_path_buf());
     let mut report = TestReport::default();
     let mut load_errors_shown = false;
     for test in &tests {
-        let mut builder = HostBuilder::new(&workdir).project_tools(false).config(&setup.config)?;
+        // The workspace's own tools as the trust check read them, then the folders on disk.
+        let mut builder = HostBuilder::new(&workdir)
+            .trusted_project(setup.trust_rule.clone(), Some(setup.project.clone()))
+            .config(&setup.config)?;
         for dir in &dirs {
             builder = builder.tool_dir(dir);
         }
@@ -169,17 +216,32 @@ fn run(flags: &Flags, args: &TestArgs) -> Result<TestReport> {
             }
             load_errors_shown = true;
         }
-        let outcomes = run_test_file(&mut host, test)?;
+        let read = match test {
+            TestFile::Disk(path) => read_source(path),
+            TestFile::Trusted(file) => file.text().map(str::to_string),
+        };
+        let name = test.path().display().to_string();
+        let outcomes = match read {
+            Ok(text) => run_test_source(&mut host, &name, &text),
+            // A test file that cannot be read fails, and the others still run.
+            Err(e) => vec![Outcome {
+                file: name,
+                line: None,
+                what: "read".into(),
+                passed: false,
+                detail: format!("  {}", e.message()),
+            }],
+        };
         for failure in outcomes.iter().filter(|o| !o.passed) {
             let place = failure.line.map_or_else(|| failure.file.clone(), |l| format!("{}:{l}", failure.file));
             println!("FAIL {place}: {}\n{}", failure.what, failure.detail);
         }
         let failed = outcomes.iter().filter(|o| !o.passed).count();
         let status = if failed == 0 { "ok  " } else { "FAIL" };
-        println!("{status} {} ({} checks, {failed} failed)", test.display(), outcomes.len());
+        println!("{status} {} ({} checks, {failed} failed)", test.path().display(), outcomes.len());
         report.outcomes.extend(outcomes);
     }
-    Ok(report)
+    Ok((report, skipped))
 }
 
 /// Keeps the first of each path (by its canonical form) and leaves out those in `already`.
@@ -194,24 +256,24 @@ fn dedupe(paths: &mut Vec<PathBuf>, already: &[PathBuf]) {
     });
 }
 
-/// The test files of `dir`, in name order.
+/// The test files of `dir`, in name order (see [`crate::source::folder_files`]).
 pub fn test_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut files: Vec<PathBuf> =
-        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file() && is_test_file(p)).collect();
-    files.sort();
-    files
+    crate::source::folder_files(dir).tests
 }
 
 /// Runs one test file in `host`, one top-level form at a time, and returns its outcomes.
 ///
 /// # Errors
-/// When the file cannot be read.
+/// When the file cannot be read (it must be a regular file; see [`crate::source`]).
 pub fn run_test_file(host: &mut Host, path: &Path) -> Result<Vec<Outcome>> {
-    let name = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| Error::new(ErrorKind::Script, e.to_string()).at(&name, None))?;
-    let rewritten = rewrite_checks(&text);
+    let text = read_source(path)?;
+    Ok(run_test_source(host, &path.display().to_string(), &text))
+}
+
+/// Runs the text of a test file called `name` in `host`, one top-level form at a time.
+fn run_test_source(host: &mut Host, name: &str, text: &str) -> Vec<Outcome> {
+    let name = name.to_string();
+    let rewritten = rewrite_checks(text);
     let limit = host.limits().scheme_call;
     let mut outcomes = Vec::new();
     for (start, end) in top_level_forms(&rewritten) {
@@ -230,7 +292,7 @@ pub fn run_test_file(host: &mut Host, path: &Path) -> Result<Vec<Outcome>> {
             outcomes.push(Outcome { file: name.clone(), line: Some(at), what: "error".into(), passed: false, detail });
         }
     }
-    Ok(outcomes)
+    outcomes
 }
 
 /// The checks recorded in the host since the last call, oldest first, and forgets them.

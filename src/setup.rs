@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 
 use crate::config::{self, Config};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::guard::{self, Confirmer};
 use crate::host::HostBuilder;
-use crate::trust::{self, TrustState};
+use crate::trust::{Admission, Ask, TrustRule};
 
 /// The command line's say in a host: the flags every command shares.
 #[derive(Debug, Clone, Default)]
@@ -18,7 +18,7 @@ pub struct Flags {
     pub root: PathBuf,
     /// A config file to use instead of the workspace's `toolhost.toml` (`--config`).
     pub config: Option<PathBuf>,
-    /// More tool folders (`--tools`, repeatable); each must exist.
+    /// More tool folders (`--tools`, repeatable); each must exist (a settings error otherwise).
     pub tool_dirs: Vec<PathBuf>,
     /// Confirmations answer yes (`--yes`).
     pub yes: bool,
@@ -31,52 +31,77 @@ pub struct Flags {
 pub struct Setup {
     /// The workspace root as given.
     pub root: PathBuf,
-    /// The merged config: the user's file, then the project's (when trusted) or `--config`'s.
+    /// The merged config: the user's file, then the project's (when trusted) or `--config`'s. The
+    /// tool folders the project's file names are not in its `tools`: they load from
+    /// [`Setup::project`], as they were read for the trust check.
     pub config: Config,
     /// Whether the workspace's own files load (it is trusted, or has none).
     pub project_trusted: bool,
     /// The one line to show on standard error when the workspace's own files were skipped.
     pub notice: Option<String>,
+    /// What the trust rule decided for the workspace's own files: the files to load, read once, or
+    /// what was skipped.
+    pub project: Admission,
+    /// The trust rule, which a host built from this setup applies again at every reload.
+    pub trust_rule: TrustRule,
 }
 
 impl Setup {
-    /// Finds the settings for `flags.root`. When the workspace has files of its own that are not
-    /// trusted, `ask` (if given: the REPL on a terminal) is asked whether to trust them now, with
-    /// the text to show; a yes records the trust and loads them.
+    /// Finds the settings for `flags.root` with the user's trust store. When the workspace has files
+    /// of its own that are not trusted, `ask` (if given: the REPL on a terminal) is asked whether to
+    /// trust them now, with the text to show; a yes records the trust and loads them. A host built
+    /// from the setup asks again on a reload that finds them changed.
     ///
     /// # Errors
     /// A config file that cannot be read or is invalid (kind `config_error`, naming the file, the
-    /// line and the key), or trust that cannot be recorded.
-    pub fn discover(flags: &Flags, ask: Option<&dyn Fn(&str) -> bool>) -> Result<Setup> {
+    /// line and the key), a `--tools` folder that does not exist, or trust that cannot be recorded.
+    pub fn discover(flags: &Flags, ask: Option<Ask>) -> Result<Setup> {
+        Setup::discover_with(flags, TrustRule::user().ask(ask))
+    }
+
+    /// [`Setup::discover`] under a trust rule of the caller's (its own store, say).
+    ///
+    /// # Errors
+    /// As [`Setup::discover`].
+    pub fn discover_with(flags: &Flags, rule: TrustRule) -> Result<Setup> {
         let root = if flags.root.as_os_str().is_empty() { PathBuf::from(".") } else { flags.root.clone() };
+        if let Some(missing) = flags.tool_dirs.iter().find(|d| !d.is_dir()) {
+            return Err(Error::config(format!(
+                "the tool folder {} given with --tools does not exist",
+                missing.display()
+            )));
+        }
         let mut layers = Vec::new();
         if let Some(user) = config::user_config_path() {
             layers.extend(config::read_if_exists(&user)?);
         }
-        let state = trust::state(&root);
-        let mut notice = None;
-        let project_trusted = match &state {
-            TrustState::NothingToTrust | TrustState::Trusted => true,
-            TrustState::NotTrusted { .. } | TrustState::Changed => {
-                let message = trust::skipped_message(&root, &state, &trust::project_files(&root));
-                match ask {
-                    Some(ask) if ask(&message) => {
-                        trust::trust(&root)?;
-                        true
-                    }
-                    _ => {
-                        notice = Some(message);
-                        false
-                    }
+        let rule = rule.config_replaced(flags.config.is_some());
+        let project = rule.admit(&root)?;
+        match (&flags.config, project.loads().and_then(|files| files.config.as_ref())) {
+            (Some(file), _) => layers.push(config::read_file(file)?),
+            // The bytes the trust check read, not the file as it may be by now.
+            (None, Some(file)) => {
+                let mut layer = config::parse(file.text()?, &file.path)?;
+                if let Some(missing) = layer.tools.iter().find(|d| !d.is_dir()) {
+                    return Err(Error::config(format!(
+                        "the tool folder {} named in `tools` does not exist (config read from {})",
+                        missing.display(),
+                        file.path.display()
+                    )));
                 }
+                layer.tools.clear();
+                layers.push(layer);
             }
-        };
-        match &flags.config {
-            Some(file) => layers.push(config::read_file(file)?),
-            None if project_trusted => layers.extend(config::read_if_exists(&root.join(trust::PROJECT_CONFIG))?),
-            None => {}
+            (None, None) => {}
         }
-        Ok(Setup { root, config: config::merge(layers), project_trusted, notice })
+        Ok(Setup {
+            root,
+            config: config::merge(layers),
+            project_trusted: project.admitted,
+            notice: project.notice.clone(),
+            project,
+            trust_rule: rule,
+        })
     }
 
     /// A host builder with these settings and the flags on top: the config's limits, guard rules
@@ -86,7 +111,9 @@ impl Setup {
     /// # Errors
     /// A rule whose glob does not compile (the config reader checks them first).
     pub fn builder(&self, flags: &Flags, confirmer: Option<Confirmer>) -> Result<HostBuilder> {
-        let mut builder = HostBuilder::new(&self.root).project_tools(self.project_trusted).config(&self.config)?;
+        let mut builder = HostBuilder::new(&self.root)
+            .trusted_project(self.trust_rule.clone(), Some(self.project.clone()))
+            .config(&self.config)?;
         for dir in &flags.tool_dirs {
             builder = builder.tool_dir(dir);
         }

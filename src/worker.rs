@@ -27,6 +27,7 @@ use crate::call::{CallRecord, CallRequest};
 use crate::error::{Error, ErrorKind, Result};
 use crate::handle::{answer, Reply, Request};
 use crate::host::HostBuilder;
+use crate::relay::StderrRelay;
 
 /// How long a worker that overran is given to stop what it runs after an interrupt, before it is
 /// killed.
@@ -95,6 +96,8 @@ struct Live {
     pidfd: Option<OwnedFd>,
     /// When the CPU backstop was last set, and for what deadline (see [`bound_cpu`]).
     cpu_bounded: Option<(Instant, Duration)>,
+    /// The worker's standard error, relayed to ours; its last lines say why it died.
+    stderr: StderrRelay,
 }
 
 /// What reading a reply came to.
@@ -195,6 +198,8 @@ impl Drop for Live {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // What it printed is relayed before this process goes on (and perhaps exits).
+        let _ = self.stderr.last_lines(Duration::from_secs(1));
     }
 }
 
@@ -274,7 +279,7 @@ impl WorkerHandle {
             .envs(self.spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::piped());
         // SAFETY: only async-signal-safe calls (dup2, setrlimit) between fork and exec.
         unsafe {
             command.pre_exec(move || {
@@ -293,18 +298,24 @@ impl WorkerHandle {
                 Ok(())
             });
         }
-        let child = command.spawn().map_err(|e| crashed(format!("cannot start the worker: {e}")))?;
+        let mut child = command.spawn().map_err(|e| crashed(format!("cannot start the worker: {e}")))?;
         drop(theirs);
+        let stderr = match child.stderr.take() {
+            Some(piped) => StderrRelay::start(piped),
+            None => StderrRelay::start(std::io::empty()),
+        };
         self.started += 1;
         self.pid.store(child.id(), Ordering::SeqCst);
         let reader = mine.try_clone().map_err(|e| crashed(format!("cannot read the worker's socket: {e}")))?;
         let pidfd = rustix::process::Pid::from_raw(child.id() as i32)
             .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok());
-        let mut live = Live { child, to_worker: mine, from_worker: BufReader::new(reader), pidfd, cpu_bounded: None };
+        let mut live =
+            Live { child, to_worker: mine, from_worker: BufReader::new(reader), pidfd, cpu_bounded: None, stderr };
         match live.hear(self.spec.start_deadline) {
             Heard::Reply(Reply::LoadErrors(errors)) => self.load_errors = errors,
             Heard::Reply(_) | Heard::Gone => {
-                return Err(crashed("the worker stopped before its host was built".into()));
+                let said = last_words(&live);
+                return Err(crashed(format!("the worker stopped before its host was built{said}")));
             }
             Heard::TimedOut => return Err(Error::new(ErrorKind::Timeout, "the worker did not start in time")),
         }
@@ -394,15 +405,13 @@ fn exchange(live: &mut Live, request: &Request, limit: Duration) -> Result<Reply
         bound_cpu(live.child.id(), limit);
         live.cpu_bounded = Some((Instant::now(), limit));
     }
+    live.stderr.forget();
     let mut line = serde_json::to_string(request).map_err(|e| crashed(format!("cannot send the request: {e}")))?;
     line.push('\n');
-    live.to_worker
-        .write_all(line.as_bytes())
-        .and_then(|()| live.to_worker.flush())
-        .map_err(|_| crashed(died(&mut live.child)))?;
+    live.to_worker.write_all(line.as_bytes()).and_then(|()| live.to_worker.flush()).map_err(|_| crashed(died(live)))?;
     match live.hear(limit) {
         Heard::Reply(reply) => Ok(reply),
-        Heard::Gone => Err(crashed(died(&mut live.child))),
+        Heard::Gone => Err(crashed(died(live))),
         Heard::TimedOut => {
             // An interrupt first, so a running shell-exec kills its command's process group
             // (which SIGKILL of the worker alone would leave running); then the kill.
@@ -424,9 +433,10 @@ fn exchange(live: &mut Live, request: &Request, limit: Duration) -> Result<Reply
     }
 }
 
-/// Why the worker died, as far as its exit status tells.
-fn died(child: &mut Child) -> String {
+/// Why the worker died, as far as its exit status and its last words tell.
+fn died(live: &mut Live) -> String {
     use std::os::unix::process::ExitStatusExt;
+    let child = &mut live.child;
     let status = (0..200).find_map(|_| match child.try_wait() {
         Ok(Some(status)) => Some(status),
         Ok(None) => {
@@ -443,7 +453,19 @@ fn died(child: &mut Child) -> String {
         Some(n) => format!(" (signal {n})"),
         None => status.and_then(|s| s.code()).map(|c| format!(" (exit status {c})")).unwrap_or_default(),
     };
-    format!("the tool crashed its worker process{how}; the call was lost, and a fresh worker takes the next call")
+    let said = last_words(live);
+    format!("the tool crashed its worker process{how}{said}; the call was lost, and a fresh worker takes the next call")
+}
+
+/// What the worker last printed on standard error, as `: "line"; "line"`, or nothing.
+fn last_words(live: &Live) -> String {
+    // Its standard error ends as it dies, unless a process it started holds it open.
+    let lines = live.stderr.last_lines(Duration::from_secs(1));
+    if lines.is_empty() {
+        return String::new();
+    }
+    let quoted: Vec<String> = lines.iter().map(|l| format!("{l:?}")).collect();
+    format!(": it printed {}", quoted.join(", "))
 }
 
 fn crashed(message: String) -> Error {

@@ -224,3 +224,23 @@ fn a_call_of_a_built_in_tool_runs_no_tool_file_and_a_scheme_tool_call_does() {
         assert!(String::from_utf8_lossy(&loud.stderr).contains("loud.scm loaded"), "{isolation:?}");
     }
 }
+
+#[test]
+fn a_tools_folder_that_does_not_exist_is_a_settings_error_for_every_command() {
+    let dir = workspace(&[("tools/hi.scm", "(define-tool (hi) \"Say hi.\" \"hi\")\n")]);
+    let read = r#"{"path":"a.txt"}"#;
+    let commands: [&[&str]; 5] = [
+        &["--tools", "nope", "call", "fs-read", read],
+        &["--tools", "nope", "--no-isolate", "call", "fs-read", read],
+        &["--tools", "tools", "--tools", "nope", "call", "hi"],
+        &["--tools", "nope", "eval", "1"],
+        &["--tools", "nope", "tools"],
+    ];
+    for args in commands {
+        let out = toolhost(dir.path(), args, None);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}{err}", stdout(&out));
+        assert!(err.contains("nope") && err.contains("does not exist"), "{args:?}: {err}");
+        assert_eq!(stdout(&out), "", "{args:?}: nothing ran");
+    }
+}

@@ -26,9 +26,14 @@ const TOOLS: &str = r#"
 /// A worker on a workspace of `dir`, loading the test tools from `tools`, with a 2 s deadline and
 /// a home of its own (the real user's config is never read).
 fn worker(dir: &Path, tools: &Path, home: &Path) -> WorkerHandle {
+    worker_within(dir, tools, home, Duration::from_secs(2))
+}
+
+/// [`worker`] with a deadline of `deadline` per call.
+fn worker_within(dir: &Path, tools: &Path, home: &Path, deadline: Duration) -> WorkerHandle {
     let args = ["--root", &dir.display().to_string(), "--tools", &tools.display().to_string(), "worker"];
     let mut spec = WorkerSpec::new(env!("CARGO_BIN_EXE_toolhost"), args.iter().map(|s| s.to_string()).collect());
-    spec.call_deadline = Duration::from_secs(2);
+    spec.call_deadline = deadline;
     spec.grace = Duration::from_secs(1);
     spec.memory_bytes = 2 << 30;
     spec.env = vec![
@@ -135,6 +140,9 @@ fn toolhost_call_answers_crashed_when_the_tool_kills_its_worker() {
     let answer: Value = serde_json::from_slice(&out.stdout).expect("one JSON answer");
     assert_eq!(answer["error"]["kind"], "crashed", "{answer}");
     assert_eq!(out.status.code(), Some(1));
+    // The person who ran it sees why the worker died.
+    let printed = String::from_utf8_lossy(&out.stderr);
+    assert!(printed.contains("has overflowed its stack"), "{printed}");
     let out = home.run(dir.path(), &["--tools", &tools_arg, "--no-isolate", "call", "echo", r#"{"x":"in"}"#], None);
     let answer: Value = serde_json::from_slice(&out.stdout).expect("one JSON answer");
     assert_eq!(answer["result"], "in", "{answer}");
@@ -226,4 +234,40 @@ fn a_workers_death_is_seen_at_once_even_if_another_process_holds_its_socket() {
     }
     assert_eq!(kind(&record), "crashed", "{:?}", record.result);
     assert!(took < deadline / 2, "the crash was seen only after {took:?}");
+}
+
+/// The crashing half of [`crashing_workers_print_nothing_past_the_test_harness`], which runs it
+/// in a test process of its own to see what reaches that process's standard error: a crashed call
+/// quotes what the worker printed as it died, and that is all it does with it.
+#[test]
+#[ignore = "run by crashing_workers_print_nothing_past_the_test_harness"]
+fn crashed_calls_quote_what_the_worker_printed_as_it_died() {
+    let dir = workspace(&[]);
+    let tools = tempfile::tempdir().unwrap();
+    write(tools.path(), "t.scm", TOOLS);
+    let home = tempfile::tempdir().unwrap();
+    // A deadline no loaded machine reaches: these calls must crash, not time out.
+    let mut worker = worker_within(dir.path(), tools.path(), home.path(), Duration::from_secs(60));
+    for (tool, reason) in [("deep", "has overflowed its stack"), ("huge", "memory allocation of")] {
+        let record = worker.call(tool, "{}");
+        assert_eq!(kind(&record), "crashed", "{tool}");
+        let message = record.result.as_ref().map_err(|e| e.message().to_string()).unwrap_err();
+        assert!(message.contains(reason), "{tool}: {message}");
+        assert!(!message.contains("stack backtrace"), "{tool}: {message}");
+    }
+}
+
+#[test]
+fn crashing_workers_print_nothing_past_the_test_harness() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "isolation::crashed_calls_quote_what_the_worker_printed_as_it_died", "--ignored"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{printed}");
+    assert!(printed.contains("1 passed"), "the crashing test ran: {printed}");
+    for reason in ["overflowed its stack", "memory allocation of"] {
+        assert!(!printed.contains(reason), "a worker's crash got past the harness's capture: {printed}");
+    }
 }

@@ -465,3 +465,56 @@ pub fn pid_in(path: &Path) -> u32 {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.trim().parse().unwrap_or_else(|_| panic!("{}: {text:?} is not a pid", path.display()))
 }
+
+impl Home {
+    /// Runs `toolhost ARGS` in `dir` (no input) as [`Home::run`] does, but bounded: 2 GiB of
+    /// address space and 60 s, after which it is killed. For inputs that, mishandled, would make it
+    /// eat the machine's memory or hang.
+    pub fn run_bounded(&self, dir: &Path, args: &[&str]) -> std::process::Output {
+        use std::os::unix::process::CommandExt;
+        let mut command = self.command(dir, args);
+        command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        // SAFETY: setrlimit alone between fork and exec. Only the soft limit: the worker process
+        // `toolhost call` starts may still set its own.
+        unsafe {
+            command.pre_exec(|| {
+                let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+                if libc::getrlimit(libc::RLIMIT_AS, &mut limit) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                limit.rlim_cur = (2 << 30).min(limit.rlim_max);
+                if libc::setrlimit(libc::RLIMIT_AS, &limit) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command.spawn().expect("toolhost starts");
+        let pid = child.id();
+        let (sent, outcome) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = sent.send(child.wait_with_output());
+        });
+        match outcome.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(output) => output.expect("toolhost runs"),
+            Err(_) => {
+                // SAFETY: a signal to our own child, which its waiting thread has not reaped.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                let _ = outcome.recv();
+                panic!("toolhost {args:?} hung: killed after 60 s");
+            }
+        }
+    }
+}
+
+/// Makes a named pipe (FIFO) at `path`: opening it to read blocks until someone writes.
+pub fn make_fifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("no NUL in the path");
+    // SAFETY: mkfifo reads the NUL-terminated name only.
+    let made = unsafe { libc::mkfifo(name.as_ptr(), 0o600) };
+    assert_eq!(made, 0, "mkfifo {}: {}", path.display(), std::io::Error::last_os_error());
+}

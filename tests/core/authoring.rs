@@ -260,3 +260,78 @@ fn test_runs_test_files_counts_and_names_failures_by_line() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "changed");
 }
+
+#[test]
+fn check_and_test_in_an_untrusted_workspace_say_what_they_skipped_and_fail() {
+    let dir = workspace(&[
+        (".toolhost/tools/add.scm", ADD),
+        (".toolhost/tools/add_test.scm", "(check-equal? (add 1 2) 3)\n"),
+    ]);
+    let home = Home::new();
+    let out = home.run(dir.path(), &["check"], None);
+    assert_eq!(out.status.code(), Some(2), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("not checked: .toolhost/tools"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("not trusted"), "{}", stdout(&out));
+    let out = home.run(dir.path(), &["check", "--format", "json"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], false, "{report}");
+    assert_eq!(report["skipped"][0], ".toolhost/tools", "{report}");
+
+    let out = home.run(dir.path(), &["test"], None);
+    assert_eq!(out.status.code(), Some(2), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("not tested: .toolhost/tools"), "{}", stdout(&out));
+
+    // Naming the folder checks and tests it as it is.
+    let out = home.run(dir.path(), &["check", ".toolhost/tools"], None);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("1 tool, 0 errors"), "{}", stdout(&out));
+    let out = home.run(dir.path(), &["test", ".toolhost/tools"], None);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(stdout(&out).lines().last(), Some("1 passed, 0 failed"), "{}", stdout(&out));
+
+    // Trusted, the defaults check and test it.
+    assert_eq!(home.run(dir.path(), &["trust"], None).status.code(), Some(0));
+    let out = home.run(dir.path(), &["check"], None);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("1 tool, 0 errors"), "{}", stdout(&out));
+    let out = home.run(dir.path(), &["test"], None);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(stdout(&out).lines().last(), Some("1 passed, 0 failed"), "{}", stdout(&out));
+}
+
+#[test]
+fn tool_and_test_files_that_are_not_regular_files_are_refused_without_blocking() {
+    let dir = workspace(&[("tools/add.scm", ADD)]);
+    make_fifo(&dir.path().join("tools/pipe.scm"));
+    make_fifo(&dir.path().join("tools/pipe_test.scm"));
+    let home = Home::new();
+    let out = home.run_bounded(dir.path(), &["run", "tools/pipe.scm"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("tools/pipe.scm: is a FIFO, not a regular file"), "{}", stderr(&out));
+
+    let out = home.run_bounded(dir.path(), &["check", "tools"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("error: tools/pipe.scm: is a FIFO, not a regular file"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("tools/add.scm:1: (add a b)"), "{}", stdout(&out));
+
+    let out = home.run_bounded(dir.path(), &["--tools", "tools", "eval", "(add 1 2)"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "3\n", "{}", stderr(&out));
+    assert!(stderr(&out).contains("tools/pipe.scm: is a FIFO, not a regular file"), "{}", stderr(&out));
+
+    let out = home.run_bounded(dir.path(), &["test", "tools"]);
+    assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+    let shown = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(shown.contains("FAIL tools/pipe_test.scm: read\n  is a FIFO, not a regular file"), "{shown}");
+    assert!(shown.contains("FAIL tools/pipe.scm: is a FIFO, not a regular file"), "{shown}");
+}
+
+#[test]
+fn a_tool_file_past_the_size_cap_is_refused() {
+    let dir = workspace(&[("tools/add.scm", ADD)]);
+    // Sparse: sixteen mebibytes of nothing on disk.
+    std::fs::File::create(dir.path().join("tools/big.scm")).unwrap().set_len(16 << 20).unwrap();
+    let out = Home::new().run_bounded(dir.path(), &["check", "tools"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("error: tools/big.scm: is larger than 8 MiB"), "{}", stdout(&out));
+}

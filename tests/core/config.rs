@@ -314,3 +314,68 @@ fn the_repl_on_a_terminal_asks_to_trust_the_workspace() {
     let out = home.run(dir.path(), &["call", "hi"], None);
     assert_eq!(stdout_json(&out)["result"], "hi there");
 }
+
+#[test]
+fn a_project_config_that_is_not_a_regular_file_is_refused_without_being_read() {
+    let home = Home::new();
+    let fifo = |dir: &Path| make_fifo(&dir.join("toolhost.toml"));
+    let zero = |dir: &Path| std::os::unix::fs::symlink("/dev/zero", dir.join("toolhost.toml")).unwrap();
+    let folder = |dir: &Path| std::fs::create_dir(dir.join("toolhost.toml")).unwrap();
+    type Maker<'a> = &'a dyn Fn(&Path);
+    let makers: [(&str, Maker); 3] = [("a FIFO", &fifo), ("/dev/zero", &zero), ("a folder", &folder)];
+    for (what, make) in makers {
+        let dir = workspace(&[]);
+        make(dir.path());
+        // Trusting it is refused, saying why.
+        let out = home.run_bounded(dir.path(), &["trust"]);
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("toolhost.toml") && stderr(&out).contains("not a regular file"),
+            "{what}: {}",
+            stderr(&out)
+        );
+        // Any other command runs without it and says why it was skipped.
+        let out = home.run_bounded(dir.path(), &["eval", "(+ 1 2)"]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "3\n", "{what}: {}", stderr(&out));
+        assert!(stderr(&out).contains("not a regular file"), "{what}: {}", stderr(&out));
+        // Named with --config, it is an error.
+        let out = home.run_bounded(dir.path(), &["--config", "toolhost.toml", "eval", "1"]);
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", stderr(&out));
+        assert!(stderr(&out).contains("not a regular file"), "{what}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn the_user_config_must_be_a_regular_file_or_a_link_to_one() {
+    let dir = workspace(&[]);
+    let home = Home::new();
+    let config_dir = home.toolhost_config_dir();
+    std::fs::create_dir_all(&config_dir).unwrap();
+    make_fifo(&config_dir.join("config.toml"));
+    let out = home.run_bounded(dir.path(), &["eval", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("config.toml: is a FIFO, not a regular file"), "{}", stderr(&out));
+
+    // A link to a regular file (a dotfiles manager's) is read as that file.
+    std::fs::remove_file(config_dir.join("config.toml")).unwrap();
+    let dotfiles = tempfile::tempdir().unwrap();
+    write(dotfiles.path(), "toolhost.toml", "[limits]\nread_lines = 2\n");
+    std::os::unix::fs::symlink(dotfiles.path().join("toolhost.toml"), config_dir.join("config.toml")).unwrap();
+    let out = home.run_bounded(dir.path(), &["eval", "(fs-read \"a.txt\")"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout_text(&out).contains("next start 3"), "{}", stdout_text(&out));
+}
+
+#[test]
+fn a_config_file_past_the_size_cap_is_refused() {
+    let dir = workspace(&[]);
+    // Sparse: two mebibytes of nothing on disk.
+    std::fs::File::create(dir.path().join("big.toml")).unwrap().set_len(2 << 20).unwrap();
+    let out = Home::new().run_bounded(dir.path(), &["--config", "big.toml", "eval", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("big.toml: is larger than 1 MiB"), "{}", stderr(&out));
+}
+
+fn stdout_text(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -19,5 +19,6 @@ mod readme;
 mod sandbox;
 mod scheme_tools;
 mod shipped_tools;
+mod trust;
 mod warm_search;
 mod workspace_boundary;

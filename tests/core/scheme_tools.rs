@@ -345,3 +345,22 @@ fn a_define_tool_rewritten_as_register_tool_runs_the_new_procedure_after_reload(
     host.reload();
     assert_eq!(host.call_json("greet", r#"{"who": "ann"}"#).result.expect("greet"), json!("hi ann"));
 }
+
+#[test]
+fn a_tool_defined_by_two_files_keeps_the_first_definition_in_scheme_and_json() {
+    let dir = workspace(&[
+        ("tools/a.scm", "(define-tool (dup) \"First.\" \"first\")\n"),
+        ("tools/b.scm", "(define-tool (dup) \"Second.\" \"second\")\n(define-tool (other) \"Other.\" \"other\")\n"),
+    ]);
+    let mut host = HostBuilder::new(dir.path()).tool_dir(dir.path().join("tools")).build().unwrap();
+    let errors: Vec<String> = host.load_errors().iter().map(|e| e.to_string()).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("b.scm:1:") && errors[0].contains("\"dup\" is already registered"), "{errors:?}");
+    assert_eq!(host.eval_to_string("(dup)").unwrap(), "first");
+    assert_eq!(ok_text(&host.call_json("dup", "{}")), "first");
+    // After a reload, the same.
+    let report = host.reload();
+    assert_eq!(report.errors.len(), 1, "{report}");
+    assert_eq!(host.eval_to_string("(dup)").unwrap(), "first");
+    assert_eq!(ok_text(&host.call_json("dup", "{}")), "first");
+}
