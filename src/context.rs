@@ -1,5 +1,6 @@
 //! What a tool handler is given besides its arguments: the workspace it works in, the limits that
-//! bound its output and its time, and the flag that says the person wants it stopped.
+//! bound its output and its time, the flag that says the person wants it stopped, and what the
+//! guard's path rules hide from listings and searches.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -18,6 +19,8 @@ pub struct ToolCtx {
     pub cancel: Cancel,
     /// The workspace's search index, which index-grep keeps warm; clones share it.
     pub search: SearchIndex,
+    /// What the guard's path rules hide from tools that show many paths (`fs-list`, `index-grep`).
+    pub hidden: crate::guard::Hidden,
 }
 
 /// A flag an interrupt sets and long-running tools watch. Cheap to clone; clones share the flag.

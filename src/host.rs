@@ -237,7 +237,9 @@ impl HostBuilder {
         scheme_names.extend(prelude_names());
         let (mcp, load_errors) = start_mcp(&self.mcp_servers, workspace.root(), &mut registry, &scheme_names);
         let guard = self.guard_with_confirmer();
-        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default(), search: Default::default() };
+        let hidden = guard.hidden();
+        let ctx =
+            ToolCtx { workspace, limits: self.limits, cancel: Cancel::default(), search: Default::default(), hidden };
         let shared = Arc::new(Shared::new(registry.clone(), ctx, guard, scheme_names));
         bridge::install(&mut engine, &shared);
         crate::scheme_test::install(&mut engine, &shared);
@@ -318,7 +320,8 @@ impl HostBuilder {
         let search = crate::search_index::SearchIndex::default();
         search.disable();
         let guard = self.guard_with_confirmer();
-        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default(), search };
+        let hidden = guard.hidden();
+        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default(), search, hidden };
         Ok(RustToolHost { shared: Arc::new(Shared::new(registry, ctx, guard, HashSet::new())) })
     }
 }

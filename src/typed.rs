@@ -360,6 +360,7 @@ mod tests {
             limits: Limits::default(),
             cancel: Default::default(),
             search: Default::default(),
+            hidden: Default::default(),
         }
     }
 
