@@ -32,10 +32,14 @@
 //!
 //! # Limits
 //!
-//! Changes inotify does not report are not seen: writes through a shared memory map, changes on
-//! network file systems, and the global git excludes file (`core.excludesFile`). Ignore files in
-//! folders above the root are watched; those the process may not read are not.
+//! Writes through a hard link outside the tree are seen (each file is watched by inode), writes
+//! through a shared memory map are searched for (a file some process has open is searched
+//! whatever the index says: see [`files`](self::files) for why that is exact), and the global git
+//! config and excludes files are watched. Not seen: changes on network file systems made by other
+//! machines, and ignore or config files in folders the process may not read. The index needs one
+//! inotify watch per folder and per file and file leases; without them it stays cold.
 
+mod files;
 mod plan;
 mod postings;
 mod warm;
@@ -47,6 +51,7 @@ use std::time::{Duration, Instant};
 use ignore::WalkBuilder;
 
 use crate::workspace::Workspace;
+use files::Spill;
 use warm::Warm;
 
 /// The walker both the cold search and the index use: `.gitignore`-aware without needing a git
@@ -72,6 +77,8 @@ pub struct SearchIndex(Arc<Shared>);
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
+    /// The file watches' events, which searches move out of the kernel's queue as they read.
+    spill: Mutex<Option<Arc<Spill>>>,
 }
 
 #[derive(Default)]
@@ -137,6 +144,11 @@ impl SearchIndex {
         }));
         match answer {
             Ok(Ok(candidates)) => Some(candidates),
+            // Events were lost: the next search is cold and builds the index again.
+            Ok(Err(_)) if warm.lost => {
+                *state = State::Idle;
+                None
+            }
             Ok(Err(why)) => {
                 *state = State::Cold(why);
                 None
@@ -155,6 +167,16 @@ impl SearchIndex {
         if !matches!(*state, State::Idle) {
             return;
         }
+        let spill = match Spill::new() {
+            Ok(spill) => Arc::new(spill),
+            Err(why) => {
+                *state = State::Cold(why);
+                return;
+            }
+        };
+        if let Ok(mut slot) = self.0.spill.lock() {
+            *slot = Some(Arc::clone(&spill));
+        }
         *state = State::Building;
         let shared = Arc::downgrade(&self.0);
         let ws = ws.clone();
@@ -162,7 +184,7 @@ impl SearchIndex {
             lower_priority();
             // Everyone who could ask has gone: stop reading the tree.
             let abandoned = || shared.strong_count() == 0;
-            let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Warm::build(&ws, &abandoned)));
+            let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Warm::build(&ws, &spill, &abandoned)));
             let Some(shared) = shared.upgrade() else { return };
             let index = SearchIndex(shared);
             let mut state = index.lock();
@@ -177,6 +199,16 @@ impl SearchIndex {
         });
         if let Err(e) = spawned {
             *state = State::Cold(format!("cannot start the index thread: {e}"));
+        }
+    }
+
+    /// Moves the events the file watches queued into their spill, so that a search reading many
+    /// files does not overflow the kernel's queue (see [`files`](self::files)). Searches call it
+    /// every so many files.
+    pub(crate) fn absorb(&self) {
+        let spill = self.0.spill.lock().ok().and_then(|slot| slot.clone());
+        if let Some(spill) = spill {
+            spill.absorb();
         }
     }
 
