@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 use ignore::WalkBuilder;
 
 use crate::workspace::Workspace;
-use files::Spill;
+use files::Watcher;
 use warm::Warm;
 
 /// The walker both the cold search and the index use: `.gitignore`-aware without needing a git
@@ -77,8 +77,6 @@ pub struct SearchIndex(Arc<Shared>);
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
-    /// The file watches' events, which searches move out of the kernel's queue as they read.
-    spill: Mutex<Option<Arc<Spill>>>,
 }
 
 #[derive(Default)]
@@ -167,16 +165,13 @@ impl SearchIndex {
         if !matches!(*state, State::Idle) {
             return;
         }
-        let spill = match Spill::new() {
-            Ok(spill) => Arc::new(spill),
+        let watcher = match Watcher::start() {
+            Ok(watcher) => watcher,
             Err(why) => {
                 *state = State::Cold(why);
                 return;
             }
         };
-        if let Ok(mut slot) = self.0.spill.lock() {
-            *slot = Some(Arc::clone(&spill));
-        }
         *state = State::Building;
         let shared = Arc::downgrade(&self.0);
         let ws = ws.clone();
@@ -184,7 +179,8 @@ impl SearchIndex {
             lower_priority();
             // Everyone who could ask has gone: stop reading the tree.
             let abandoned = || shared.strong_count() == 0;
-            let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Warm::build(&ws, &spill, &abandoned)));
+            let built =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Warm::build(&ws, &watcher, &abandoned)));
             let Some(shared) = shared.upgrade() else { return };
             let index = SearchIndex(shared);
             let mut state = index.lock();
@@ -199,16 +195,6 @@ impl SearchIndex {
         });
         if let Err(e) = spawned {
             *state = State::Cold(format!("cannot start the index thread: {e}"));
-        }
-    }
-
-    /// Moves the events the file watches queued into their spill, so that a search reading many
-    /// files does not overflow the kernel's queue (see [`files`](self::files)). Searches call it
-    /// every so many files.
-    pub(crate) fn absorb(&self) {
-        let spill = self.0.spill.lock().ok().and_then(|slot| slot.clone());
-        if let Some(spill) = spill {
-            spill.absorb();
         }
     }
 

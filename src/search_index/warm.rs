@@ -39,7 +39,7 @@ use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
-use super::files::{self, Files, Spill};
+use super::files::Watcher;
 use super::plan::{trigrams_of, Query, Trigram};
 use super::postings::{decode, Builder, Postings};
 use super::{walker, IndexStats};
@@ -108,8 +108,8 @@ struct Indexed {
     entry: Entry,
     /// Its distinct trigrams, sorted; empty for an "always" file.
     trigrams: Vec<Trigram>,
-    /// The watch on it, made while it was open, or why none could be made.
-    watch: Result<Option<files::Watch>, GiveUp>,
+    /// Why the file could not be watched, when it could not.
+    unwatched: Option<GiveUp>,
 }
 
 /// A set of trigrams seen in the current file, cleared file by file.
@@ -144,21 +144,26 @@ impl Seen {
 
 /// Reads the file at `relative` as the searcher will: beneath the root handle, up to its first
 /// NUL byte, and watches it while it is open.
-fn read_file(ws: &Workspace, relative: &Path, seen: &mut Seen, buf: &mut Vec<u8>, spill: &Spill) -> Indexed {
+fn read_file(ws: &Workspace, relative: &Path, seen: &mut Seen, buf: &mut Vec<u8>, watcher: &Watcher) -> Indexed {
     let path: Arc<Path> = Arc::from(relative);
-    let always_watched = |stamp: Option<Stamp>, watch: Result<Option<files::Watch>, GiveUp>| Indexed {
+    let always_watched = |stamp: Option<Stamp>, watch: &Result<i32, GiveUp>| Indexed {
         entry: Entry {
             path: path.clone(),
             stamp,
             racy: true,
             text: 0,
             always: true,
-            watch: watch.as_ref().ok().and_then(|w| w.map(|w| w.wd)),
+            watch: watch.as_ref().ok().copied(),
         },
         trigrams: Vec::new(),
-        watch,
+        unwatched: watch.as_ref().err().cloned(),
     };
-    let always = |stamp: Option<Stamp>| always_watched(stamp, Ok(None));
+    // Not watched: a file that could not be read as text is searched every time anyway.
+    let always = |stamp: Option<Stamp>| Indexed {
+        entry: Entry { path: path.clone(), stamp, racy: true, text: 0, always: true, watch: None },
+        trigrams: Vec::new(),
+        unwatched: None,
+    };
     let opened = ws.open_beneath(&ws.root().join(relative), OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty());
     let Ok(file) = opened else { return always(None) };
     let mut file = std::fs::File::from(file);
@@ -168,7 +173,7 @@ fn read_file(ws: &Workspace, relative: &Path, seen: &mut Seen, buf: &mut Vec<u8>
         return always(Some(stamp));
     }
     // Watched before it is read: nothing that happens to it from now on goes unseen.
-    let watch = files::watch(spill, &file);
+    let watch = watcher.watch(&file, &path, (stamp.dev, stamp.ino));
     let read_at = SystemTime::now();
     buf.clear();
     // In chunks, to stop at the first NUL as the searcher does without reading a binary file whole.
@@ -182,15 +187,15 @@ fn read_file(ws: &Workspace, relative: &Path, seen: &mut Seen, buf: &mut Vec<u8>
                     break;
                 }
                 if buf.len() as u64 > MAX_FILE_BYTES {
-                    return always_watched(Some(stamp), watch.map(Some));
+                    return always_watched(Some(stamp), &watch);
                 }
             }
-            Err(_) => return always_watched(Some(stamp), watch.map(Some)),
+            Err(_) => return always_watched(Some(stamp), &watch),
         }
     }
     // The searcher transcodes text that starts with a byte-order mark: its bytes are not these.
     if buf.starts_with(&[0xef, 0xbb, 0xbf]) || buf.starts_with(&[0xff, 0xfe]) || buf.starts_with(&[0xfe, 0xff]) {
-        return always_watched(Some(stamp), watch.map(Some));
+        return always_watched(Some(stamp), &watch);
     }
     let changed = std::time::UNIX_EPOCH
         + Duration::new(u64::try_from(stamp.ctime.0).unwrap_or(0), u32::try_from(stamp.ctime.1).unwrap_or(0));
@@ -202,10 +207,10 @@ fn read_file(ws: &Workspace, relative: &Path, seen: &mut Seen, buf: &mut Vec<u8>
             racy,
             text: buf.len() as u64,
             always: false,
-            watch: watch.as_ref().ok().map(|w| w.wd),
+            watch: watch.as_ref().ok().copied(),
         },
         trigrams: seen.distinct(buf),
-        watch: watch.map(Some),
+        unwatched: watch.err(),
     }
 }
 
@@ -619,7 +624,7 @@ pub(crate) struct Warm {
     /// Catch-ups in a row that met a flood.
     floods: u32,
     /// The watches on the files themselves.
-    watched: Files,
+    watched: Arc<Watcher>,
     /// Events of the files were lost: the index must be built again, not given up.
     pub(crate) lost: bool,
 }
@@ -629,7 +634,7 @@ impl Warm {
     /// would outgrow the text, when inotify is unavailable, or when `abandoned` says so.
     pub(crate) fn build(
         ws: &Workspace,
-        spill: &Arc<Spill>,
+        watcher: &Arc<Watcher>,
         abandoned: &(dyn Fn() -> bool + Sync),
     ) -> Result<Warm, GiveUp> {
         let mut watches = Watches::new(ws.root())?;
@@ -654,52 +659,41 @@ impl Warm {
         }
         bounds.push(paths.len());
         bounds.dedup();
-        let parts: Vec<Option<(Builder, Vec<(Entry, Result<Option<files::Watch>, GiveUp>)>)>> =
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = bounds
-                    .windows(2)
-                    .map(|w| {
-                        let (start, end) = (w[0], w[1]);
-                        let paths = &paths[start..end];
-                        scope.spawn(move || {
-                            let mut builder = Builder::default();
-                            let mut entries = Vec::with_capacity(paths.len());
-                            let (mut seen, mut buf) = (Seen::new(), Vec::new());
-                            for (i, (path, _)) in paths.iter().enumerate() {
-                                if i % 256 == 0 {
-                                    if abandoned() {
-                                        return None;
-                                    }
-                                    // Each read leaves a close in the file watches' queue.
-                                    spill.absorb();
-                                }
-                                let indexed = read_file(ws, path, &mut seen, &mut buf, spill);
-                                let id = (start + i) as u32;
-                                for &t in &indexed.trigrams {
-                                    builder.add(id, t);
-                                }
-                                entries.push((indexed.entry, indexed.watch));
+        let parts: Vec<Option<(Builder, Vec<(Entry, Option<GiveUp>)>)>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = bounds
+                .windows(2)
+                .map(|w| {
+                    let (start, end) = (w[0], w[1]);
+                    let paths = &paths[start..end];
+                    scope.spawn(move || {
+                        let mut builder = Builder::default();
+                        let mut entries = Vec::with_capacity(paths.len());
+                        let (mut seen, mut buf) = (Seen::new(), Vec::new());
+                        for (i, (path, _)) in paths.iter().enumerate() {
+                            if i % 256 == 0 && abandoned() {
+                                return None;
                             }
-                            Some((builder, entries))
-                        })
+                            let indexed = read_file(ws, path, &mut seen, &mut buf, watcher);
+                            let id = (start + i) as u32;
+                            for &t in &indexed.trigrams {
+                                builder.add(id, t);
+                            }
+                            entries.push((indexed.entry, indexed.unwatched));
+                        }
+                        Some((builder, entries))
                     })
-                    .collect();
-                handles.into_iter().map(|h| h.join().ok().flatten()).collect()
-            });
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().ok().flatten()).collect()
+        });
         let mut builders = Vec::new();
         let mut files = Vec::with_capacity(paths.len());
-        let mut watched = Files::new(Arc::clone(spill));
-        let mut seen_watches: HashSet<i32> = HashSet::new();
         for part in parts {
             let Some((builder, entries)) = part else { return Err("the index build was abandoned".to_string()) };
             builders.push(builder);
-            for (entry, watch) in entries {
-                if let (Some(watch), Some(stamp)) = (watch?, entry.stamp) {
-                    watched.adopt(&entry.path, (stamp.dev, stamp.ino), watch);
-                    // One file under two paths, read at once: what its lease said is not sure.
-                    if !seen_watches.insert(watch.wd) {
-                        watched.doubt(watch.wd);
-                    }
+            for (entry, unwatched) in entries {
+                if let Some(why) = unwatched {
+                    return Err(why);
                 }
                 files.push(Some(entry));
             }
@@ -717,7 +711,7 @@ impl Warm {
             overlay: HashMap::new(),
             overlay_trigrams: 0,
             floods: 0,
-            watched,
+            watched: Arc::clone(watcher),
             lost: false,
         };
         for (id, entry) in files.iter().enumerate() {
@@ -774,9 +768,7 @@ impl Warm {
         if self.floods >= MAX_FLOODS {
             return Err("the tree changes faster than the index can follow".to_string());
         }
-        let watched =
-            self.watched.drain(&mut changes.touched).and_then(|()| self.watched.settle(ws, &mut changes.touched));
-        if let Err(why) = watched {
+        if let Err(why) = self.watched.catch_up(ws, &mut changes.touched) {
             self.lost = true;
             return Err(why);
         }
@@ -827,7 +819,7 @@ impl Warm {
                 self.rename(id, path);
                 continue;
             }
-            let indexed = read_file(ws, &path, seen.get_or_insert_with(Seen::new), &mut buf, self.watched.spill());
+            let indexed = read_file(ws, &path, seen.get_or_insert_with(Seen::new), &mut buf, &self.watched);
             self.add(indexed)?;
         }
         for id in before.into_values() {
@@ -884,9 +876,9 @@ impl Warm {
 
     fn add(&mut self, indexed: Indexed) -> Result<(), GiveUp> {
         let id = u32::try_from(self.files.len()).map_err(|_| "too many file versions")?;
-        let Indexed { entry, trigrams, watch } = indexed;
-        if let (Some(watch), Some(stamp)) = (watch?, entry.stamp) {
-            self.watched.adopt(&entry.path, (stamp.dev, stamp.ino), watch);
+        let Indexed { entry, trigrams, unwatched } = indexed;
+        if let Some(why) = unwatched {
+            return Err(why);
         }
         self.by_path.insert(entry.path.clone(), id);
         self.text_bytes += entry.text;
@@ -931,8 +923,9 @@ impl Warm {
         ids.extend(self.always.iter().copied());
         // Files some process has open may have been written through a shared map, which no event
         // tells: searched whatever their trigrams say.
-        let open = self.watched.open_now().filter_map(|path| self.by_path.get(path).copied());
-        let open: Vec<u32> = open.filter(|id| !ids.contains(id)).collect();
+        let open = self.watched.open_now();
+        let open: Vec<u32> = open.iter().filter_map(|path| self.by_path.get(path).copied()).collect();
+        let open: Vec<u32> = open.into_iter().filter(|id| !ids.contains(id)).collect();
         ids.extend(open);
         ids.into_iter().filter_map(|id| self.files.get(id as usize)?.as_ref().map(|e| e.path.clone())).collect()
     }

@@ -49,10 +49,6 @@ pub fn tool(limits: &Limits) -> Result<Primitive> {
     .build(index_grep)
 }
 
-/// How many files one search thread reads between two moves of the index's queued file events
-/// into its spill (each read queues two; the kernel keeps 16,384).
-const ABSORB_EVERY: usize = 1024;
-
 /// Which files a glob selects: by file name at any depth, or by path from the root.
 struct FileFilter {
     matcher: GlobMatcher,
@@ -186,15 +182,10 @@ impl Search<'_> {
         walker.build_parallel().run(|| {
             let found = &found;
             let mut searcher = Self::searcher();
-            let mut read = 0usize;
             Box::new(move |entry| {
                 let Ok(entry) = entry else { return WalkState::Continue };
                 if !entry.file_type().is_some_and(|t| t.is_file()) {
                     return WalkState::Continue;
-                }
-                read += 1;
-                if read % ABSORB_EVERY == 0 {
-                    self.ctx.search.absorb();
                 }
                 let relative = entry.path().strip_prefix(root).unwrap_or(entry.path());
                 if let Some(matches) = self.file(&mut searcher, relative) {
@@ -214,13 +205,8 @@ impl Search<'_> {
         let work = || {
             let mut searcher = Self::searcher();
             let mut found = Vec::new();
-            let mut read = 0usize;
             while let Some(relative) = candidates.get(next.fetch_add(1, Ordering::Relaxed)) {
                 found.extend(self.file(&mut searcher, relative));
-                read += 1;
-                if read % ABSORB_EVERY == 0 {
-                    self.ctx.search.absorb();
-                }
             }
             found
         };
