@@ -12,32 +12,21 @@
 ;;;   (grep-matches pattern [glob])      a hash: "matches", a list of hashes with "path" "line" "text",
 ;;;                                      and "total" (as index-grep)
 
-;; Scheme tools' procedures, by name. The host calls them from here for JSON calls.
-(define %toolhost-procs (hash))
+;; Scheme tools' procedures by name, and `define-tool` bodies by name (each taking every
+;; parameter: a JSON call fills in the optional ones in Rust and calls the body at once, without
+;; building an argument list to take apart). Both tables live in the variables of the closures
+;; below, which no script can name: a script reaches a tool only through its guarded procedure. The
+;; host takes what it needs from the value of the `let` form at the end of this file, which no
+;; name is bound to.
+(define %register-scheme-tool #f)
+(define %tool-wrapper #f)
+(define %check-tool #f)
 
 ;; Registers a tool written in Scheme. The procedure receives only the arguments that were given
 ;; (an optional parameter skipped before a later given one arrives as its type's empty value:
 ;; "" 0 #f '() or an empty hash map), so it branches on how many it got.
-;; `define-tool` bodies by name, each taking every parameter: a JSON call fills in the optional
-;; ones in Rust and calls the body at once, without building an argument list to take apart.
-(define %toolhost-bodies (hash))
-
 (define (register-tool name description params proc)
   (%register-scheme-tool name description params proc #f))
-
-(define (%register-scheme-tool name description params proc body)
-  (let ([key (%register-tool name description params proc)])
-    (set! %toolhost-procs (hash-insert %toolhost-procs key proc))
-    (set! %toolhost-bodies (if body
-                               (hash-insert %toolhost-bodies key body)
-                               (hash-remove %toolhost-bodies key)))
-    void))
-
-;; The procedure a Scheme tool is bound to: checks the call against the tool's signature and the
-;; guard, exactly as a call of a Rust tool is checked, then runs the tool's procedure.
-(define (%tool-wrapper name)
-  (lambda args
-    (apply (hash-ref %toolhost-procs name) (%tool-enter name args))))
 
 ;; (define-tool (name (param type "description" [optional]) ...)
 ;;   "description"
@@ -93,6 +82,12 @@
   (set! %check-results (cons (list line check passed expected actual) %check-results))
   passed)
 
+;; The checks recorded so far, newest first, and forgets them (for `toolhost test`).
+(define (%take-check-results)
+  (let ([results %check-results])
+    (set! %check-results '())
+    results))
+
 ;; (check-equal? actual expected): passes when they are `equal?`.
 (define (check-equal? actual expected) (%check-equal? #f actual expected))
 (define (%check-equal? line actual expected)
@@ -109,19 +104,47 @@
 ;; JSON) through the path a model's call takes (tidy, conversion, guard), and passes when the
 ;; result, as the model receives it, is `equal?` to expected.
 (define (check-tool name arguments expected) (%check-tool #f name arguments expected))
-(define (%check-tool line name arguments expected)
-  (let* ([text (if (string? arguments) arguments (value->jsexpr-string arguments))]
-         [step (%check-call name text)]
-         [outcome (if (equal? (car step) "run")
-                      (let ([real (list-ref step 1)])
-                        (with-handler (lambda (e) (%check-call-failed real e))
-                                      (%check-call-finish real (apply (hash-ref %toolhost-procs real)
-                                                                      (list-ref step 2)))))
-                      (list-ref step 1))])
-    (if (hash-ref outcome "ok")
-        (%check-record line "check-tool" (equal? (hash-ref outcome "result") expected)
-                       expected (hash-ref outcome "result"))
-        (let ([error (hash-ref outcome "error")])
-          (%check-record line "check-tool" #f expected
-                         (list '%describe (string-append "error (" (hash-ref error "kind") "): "
-                                                         (hash-ref error "message"))))))))
+
+;; The tables of Scheme tools, last: the host takes this form's value (see the top of the file).
+(let ([procs (hash)]
+      [bodies (hash)]
+      ;; Taken now: the guard's entry and registration are the host's, whatever a name is later
+      ;; bound to.
+      [enter %tool-enter]
+      [register %register-tool])
+  (set! %register-scheme-tool
+        (lambda (name description params proc body)
+          (let ([key (register name description params proc)])
+            (set! procs (hash-insert procs key proc))
+            (set! bodies (if body (hash-insert bodies key body) (hash-remove bodies key)))
+            void)))
+  ;; The procedure a Scheme tool is bound to: checks the call against the tool's signature and the
+  ;; guard, exactly as a call of a Rust tool is checked, then runs the tool's procedure.
+  (set! %tool-wrapper
+        (lambda (name)
+          (lambda args
+            (apply (hash-ref procs name) (enter name args)))))
+  ;; `check-tool` (below): a call through the JSON call path (tidy, conversion, guard), the
+  ;; tool's procedure run on the arguments that path checked.
+  (set! %check-tool
+        (lambda (line name arguments expected)
+          (let* ([text (if (string? arguments) arguments (value->jsexpr-string arguments))]
+                 [step (%check-call name text)]
+                 [outcome (if (equal? (car step) "run")
+                              (let ([real (list-ref step 1)])
+                                (with-handler (lambda (e) (%check-call-failed real e))
+                                              (%check-call-finish real (apply (hash-ref procs real)
+                                                                              (list-ref step 2)))))
+                              (list-ref step 1))])
+            (if (hash-ref outcome "ok")
+                (%check-record line "check-tool" (equal? (hash-ref outcome "result") expected)
+                               expected (hash-ref outcome "result"))
+                (let ([error (hash-ref outcome "error")])
+                  (%check-record line "check-tool" #f expected
+                                 (list '%describe (string-append "error (" (hash-ref error "kind") "): "
+                                                                 (hash-ref error "message")))))))))
+  ;; For the host: a tool's procedure and its define-tool body (#f for register-tool), and the
+  ;; wrapper maker.
+  (list (lambda (name)
+          (cons (hash-ref procs name) (if (hash-contains? bodies name) (hash-ref bodies name) #f)))
+        %tool-wrapper))

@@ -97,6 +97,7 @@ fn main() {
         cancel: Default::default(),
         search: Default::default(),
         sandbox: Default::default(),
+        hidden: Default::default(),
     };
     let arguments = r#"{"a": 40, "b": 2}"#;
     assert_eq!(host.call_json("add", arguments).result.expect("add works"), serde_json::json!(42));

@@ -1,7 +1,8 @@
 //! Turning a call's arguments into the positional Scheme values a handler sees: from a JSON object
 //! sent by a model (design section 3), and from a Scheme call (arity and types, section 1). Both
 //! produce the same values for the same call, and their errors name the tool, the parameter and
-//! what was given.
+//! what was given. It also reads JSON argument text noting a key given twice, which a plain parse
+//! would hide by keeping the last value.
 
 use serde_json::{Map, Value};
 use steel::rvals::SteelVal;
@@ -172,6 +173,138 @@ pub fn args_from_scheme(sig: &Signature, args: &[SteelVal]) -> Result<Vec<SteelV
                 .map_err(|m| mismatch_error(sig, param, Some(i + 1), m, param.ty.article_name()))
         })
         .collect()
+}
+
+/// The refusal of arguments that give `key` twice, in the words every caller uses (the call path,
+/// and the agent loop's readers of what a model sent).
+pub fn repeated_key_message(key: &str) -> String {
+    format!("the key {key:?} is given more than once in the arguments; send each parameter once")
+}
+
+/// Parses JSON text as [`Value`] does, and notes the first key given twice in an object at one of
+/// the `watched` places (JSON pointers: `""` is the top level, `"/arguments"` the object under the
+/// top-level key `arguments`). The value kept is the last, as [`Value`] keeps it.
+///
+/// ```
+/// use toolhost::args::parse_noting_repeats;
+/// let (value, repeated) = parse_noting_repeats(r#"{"path": "a", "path": "b"}"#, &[""]).unwrap();
+/// assert_eq!((value["path"].as_str(), repeated.as_deref()), (Some("b"), Some("path")));
+/// let nested = r#"{"name": "t", "arguments": {"n": 1, "n": 2}}"#;
+/// assert_eq!(parse_noting_repeats(nested, &[""]).unwrap().1, None);
+/// assert_eq!(parse_noting_repeats(nested, &["", "/arguments"]).unwrap().1.as_deref(), Some("n"));
+/// ```
+///
+/// # Errors
+/// When the text is not one JSON value.
+pub fn parse_noting_repeats(text: &str, watched: &[&str]) -> serde_json::Result<(Value, Option<String>)> {
+    use serde::de::DeserializeSeed as _;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let mut repeated = None;
+    let value = Noting { at: String::new(), watched, repeated: &mut repeated }.deserialize(&mut de)?;
+    de.end()?;
+    Ok((value, repeated))
+}
+
+/// Reads one JSON value at the pointer `at`, noting repeated keys of the watched objects; what no
+/// watched place lies in is read by [`Value`]'s own code.
+struct Noting<'w, 'r> {
+    at: String,
+    watched: &'w [&'w str],
+    repeated: &'r mut Option<String>,
+}
+
+impl Noting<'_, '_> {
+    /// Whether a watched place is `at` or lies below it.
+    fn leads_somewhere(&self) -> bool {
+        self.watched
+            .iter()
+            .any(|w| w.strip_prefix(self.at.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/')))
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Noting<'_, '_> {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<Value, D::Error> {
+        if self.leads_somewhere() {
+            d.deserialize_any(self)
+        } else {
+            serde::Deserialize::deserialize(d)
+        }
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Noting<'_, '_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> std::result::Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> std::result::Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(item) = seq.next_element::<Value>()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Value, A::Error> {
+        let Noting { at, watched, repeated } = self;
+        let watching = watched.contains(&at.as_str());
+        // Whether a watched place lies below this object: only then are its values read here.
+        let deeper =
+            watched.iter().any(|w| w.len() > at.len() && w.starts_with(at.as_str()) && w[at.len()..].starts_with('/'));
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = if deeper {
+                let child = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+                map.next_value_seed(Noting { at: child, watched, repeated: &mut *repeated })?
+            } else {
+                map.next_value::<Value>()?
+            };
+            match object.entry(key) {
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                serde_json::map::Entry::Occupied(mut slot) => {
+                    if watching && repeated.is_none() {
+                        *repeated = Some(slot.key().clone());
+                    }
+                    slot.insert(value);
+                }
+            }
+        }
+        Ok(Value::Object(object))
+    }
 }
 
 #[cfg(test)]

@@ -199,13 +199,10 @@ pub(crate) fn run_parts(
         Ok((arguments, repeated)) => {
             let mut record = CallRecord::new(tool, Value::Null);
             record.result = match repeated {
-                Some(key) => Err(Error::new(
-                    ErrorKind::BadArguments,
-                    format!(
-                        "{tool}: the key {key:?} is given more than once in the arguments; send each parameter once"
-                    ),
-                )
-                .with_tool(tool)),
+                Some(key) => {
+                    Err(Error::new(ErrorKind::BadArguments, format!("{tool}: {}", args::repeated_key_message(&key)))
+                        .with_tool(tool))
+                }
                 None => steps(shared, tool, &arguments, options, &mut record, runner),
             };
             record.arguments = arguments;
@@ -229,85 +226,16 @@ pub(crate) fn run_parts(
 /// (or the object a JSON string there holds: tidying unwraps it). A JSON parser keeps the last of
 /// two equal keys; which one the model meant is unknown, so such a call is refused.
 fn parse_arguments(text: &str) -> serde_json::Result<(Value, Option<String>)> {
-    use serde::de::Deserializer as _;
-    let mut de = serde_json::Deserializer::from_str(text);
-    let (value, repeated) = (&mut de).deserialize_any(TopLevel)?;
-    de.end()?;
+    let (value, repeated) = args::parse_noting_repeats(text, &[""])?;
     let repeated = match (&value, repeated) {
         (_, Some(key)) => Some(key),
-        (Value::String(inner), None) => match serde_json::Deserializer::from_str(inner).deserialize_any(TopLevel) {
+        (Value::String(inner), None) => match args::parse_noting_repeats(inner, &[""]) {
             Ok((Value::Object(_), repeated)) => repeated,
             _ => None,
         },
         _ => None,
     };
     Ok((value, repeated))
-}
-
-/// Reads any JSON value as [`Value`] does; for an object, also the first key it repeats (the
-/// value kept is the last, as [`Value`] keeps it).
-struct TopLevel;
-
-impl<'de> serde::de::Visitor<'de> for TopLevel {
-    type Value = (Value, Option<String>);
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_bool<E>(self, v: bool) -> std::result::Result<Self::Value, E> {
-        Ok((Value::Bool(v), None))
-    }
-
-    fn visit_i64<E>(self, v: i64) -> std::result::Result<Self::Value, E> {
-        Ok((Value::from(v), None))
-    }
-
-    fn visit_u64<E>(self, v: u64) -> std::result::Result<Self::Value, E> {
-        Ok((Value::from(v), None))
-    }
-
-    fn visit_f64<E>(self, v: f64) -> std::result::Result<Self::Value, E> {
-        Ok((serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number), None))
-    }
-
-    fn visit_str<E>(self, v: &str) -> std::result::Result<Self::Value, E> {
-        Ok((Value::String(v.to_string()), None))
-    }
-
-    fn visit_string<E>(self, v: String) -> std::result::Result<Self::Value, E> {
-        Ok((Value::String(v), None))
-    }
-
-    fn visit_unit<E>(self) -> std::result::Result<Self::Value, E> {
-        Ok((Value::Null, None))
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Self::Value, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(item) = seq.next_element::<Value>()? {
-            items.push(item);
-        }
-        Ok((Value::Array(items), None))
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
-        let mut object = serde_json::Map::new();
-        let mut repeated = None;
-        while let Some(key) = map.next_key::<String>()? {
-            let value = map.next_value::<Value>()?;
-            match object.entry(key) {
-                serde_json::map::Entry::Vacant(slot) => {
-                    slot.insert(value);
-                }
-                serde_json::map::Entry::Occupied(mut slot) => {
-                    repeated.get_or_insert_with(|| slot.key().clone());
-                    slot.insert(value);
-                }
-            }
-        }
-        Ok((Value::Object(object), repeated))
-    }
 }
 
 fn steps(

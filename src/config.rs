@@ -155,6 +155,8 @@ pub struct ProviderConfig {
     pub strict_tools: Option<bool>,
     /// Seconds one model request may take.
     pub timeout_s: Option<f64>,
+    /// How many tool calls of one reply run; the rest are answered with an error saying so.
+    pub max_calls_per_reply: Option<u64>,
     /// Fields merged into each request body; never `tools`, `messages` or `model`.
     pub extra_body: Map<String, Value>,
 }
@@ -308,6 +310,7 @@ pub fn merge(layers: impl IntoIterator<Item = ConfigLayer>) -> Config {
         provider.dialect = later.dialect.or(provider.dialect);
         provider.strict_tools = later.strict_tools.or(provider.strict_tools);
         provider.timeout_s = later.timeout_s.or(provider.timeout_s);
+        provider.max_calls_per_reply = later.max_calls_per_reply.or(provider.max_calls_per_reply);
         // serde_json's map keeps a replaced key in its place, so the body's field order is stable.
         provider.extra_body.extend(later.extra_body);
 
@@ -483,6 +486,7 @@ pub fn parse(text: &str, file: &Path) -> Result<ConfigLayer> {
         dialect: provider.dialect,
         strict_tools: provider.strict_tools,
         timeout_s: provider.timeout_s.map(|s| s.0),
+        max_calls_per_reply: provider.max_calls_per_reply.map(|n| n.0),
         extra_body: provider.extra_body.map(|b| b.0).unwrap_or_default(),
     };
 
@@ -707,6 +711,7 @@ struct RawProvider {
     dialect: Option<Dialect>,
     strict_tools: Option<bool>,
     timeout_s: Option<Seconds>,
+    max_calls_per_reply: Option<PositiveInt>,
     extra_body: Option<ExtraBody>,
 }
 
@@ -1170,6 +1175,7 @@ env_drop = ["AWS_*", "SSH_AUTH_SOCK"]
         let p = &layer.provider;
         assert!(p.base_url.is_some() && p.model.is_some() && p.api_key_env.is_some() && p.dialect.is_some());
         assert!(p.strict_tools.is_some() && p.timeout_s.is_some() && !p.extra_body.is_empty());
+        assert_eq!(p.max_calls_per_reply, Some(32));
         assert!(layer.mcp.iter().any(
             |s| matches!(&s.transport, McpTransport::Stdio { args, env, .. } if !args.is_empty() && !env.is_empty())
         ));

@@ -1,6 +1,6 @@
 //! What a tool handler is given besides its arguments: the workspace it works in, the limits that
-//! bound its output and its time, the shell sandbox, and the flag that says the person wants it
-//! stopped.
+//! bound its output and its time, the shell sandbox, the flag that says the person wants it
+//! stopped, and what the guard's path rules hide from listings and searches.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -22,6 +22,8 @@ pub struct ToolCtx {
     pub search: SearchIndex,
     /// What bounds a `shell-exec` command (`[shell]`).
     pub sandbox: Sandbox,
+    /// What the guard's path rules hide from tools that show many paths (`fs-list`, `index-grep`).
+    pub hidden: crate::guard::Hidden,
 }
 
 /// A flag an interrupt sets and long-running tools watch. Cheap to clone; clones share the flag.

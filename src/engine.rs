@@ -364,7 +364,7 @@ pub(crate) fn call(engine: &mut Engine, procedure: SteelVal, args: Vec<SteelVal>
     catch_panic(|| engine.call_function_with_args(procedure, args))
 }
 
-fn catch_panic<T>(f: impl FnOnce() -> steel::rvals::Result<T>) -> steel::rvals::Result<T> {
+pub(crate) fn catch_panic<T>(f: impl FnOnce() -> steel::rvals::Result<T>) -> steel::rvals::Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()

@@ -4,6 +4,12 @@
 //! shows the tool's preview to whoever can answer, and without anyone to answer, confirm means deny.
 //! Each judgement is a [`Decision`], recorded in the call record. The workspace boundary itself is
 //! enforced below the guard, in [`crate::Workspace`], for every path.
+//!
+//! A path rule covers a path when its glob matches the path or a folder above it (a rule for a
+//! folder covers what is in it), and a glob for a folder's contents (`secrets/**`) covers the folder
+//! itself too. Tools that show many paths from one call (`fs-list`, `index-grep` and the Scheme
+//! procedures that read through them) leave out what the rules [`Hidden`] would not let a call of
+//! that tool reach, and do not go into a folder they hide.
 
 use std::sync::Arc;
 
@@ -105,7 +111,7 @@ impl Rule {
         }
         match (&self.path, path) {
             (None, _) => true,
-            (Some((_, matcher)), Some(path)) => matcher.is_match(path),
+            (Some((glob, matcher)), Some(path)) => covers(glob, matcher, path),
             (Some(_), None) => false,
         }
     }
@@ -118,6 +124,27 @@ impl Rule {
             origin: self.origin.clone(),
         }
     }
+}
+
+/// Whether a path rule's glob covers `path` (relative to the root, `/`-separated): it matches the
+/// path or a folder above it, or it is a folder's contents (`dir/**`) and the path is that folder.
+fn covers(glob: &str, matcher: &GlobMatcher, path: &str) -> bool {
+    let path = path.trim_end_matches('/');
+    if matcher.is_match(path) {
+        return true;
+    }
+    // `dir/**` matches what is below `dir`: `dir/x` stands for any of it.
+    if glob.ends_with("/**") && matcher.is_match(format!("{path}/x")) {
+        return true;
+    }
+    let mut above = path;
+    while let Some(cut) = above.rfind('/') {
+        above = &above[..cut];
+        if matcher.is_match(above) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Which rule made a decision: its 1-based position, its globs and where it was written.
@@ -310,6 +337,11 @@ impl Guard {
         self.confirmer.is_some()
     }
 
+    /// What listings and searches leave out under these rules.
+    pub fn hidden(&self) -> Hidden {
+        Hidden { rules: self.rules.iter().cloned().collect() }
+    }
+
     /// The action for a call of `tool` whose path argument (relative to the root) is `path`.
     pub fn action_for(&self, tool: &str, path: Option<&str>) -> Action {
         self.rules.iter().find(|r| r.matches(tool, path)).map_or(self.default, |r| r.action)
@@ -352,6 +384,80 @@ impl Guard {
     /// [`Guard::judge`]).
     pub fn check(&self, ctx: &ToolCtx, tool: &Primitive, args: &[SteelVal]) -> Result<()> {
         self.judge(ctx, tool, args)?.verdict(tool.name())
+    }
+}
+
+/// What the guard's path rules hide from tools that show many paths from one call (`fs-list`,
+/// `index-grep`): a path is hidden when the first rule that would decide a call of the tool on it
+/// is a path rule that does not allow it (deny, or confirm: nobody can be asked about each entry
+/// of a listing), or when a folder above it is hidden. The rules that cover the path the call
+/// itself named were judged for the call (it runs, so they allowed it or a person said yes) and
+/// hide nothing below it. [`Hidden::default`] hides nothing.
+///
+/// ```
+/// use toolhost::guard::{Action, Guard, Rule};
+/// let guard = Guard::default().rule(Rule::new("*", Action::Deny).unwrap().path("secrets/**").unwrap());
+/// let hidden = guard.hidden();
+/// let grep = hidden.for_tool("index-grep", None).unwrap();
+/// assert!(grep.hides("secrets") && grep.hides("secrets/key.pem") && grep.hides("secrets/deep/er"));
+/// assert!(!grep.hides("src/secrets.rs") && !grep.hides("secretsfile"));
+/// assert!(Guard::default().hidden().for_tool("index-grep", None).is_none());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Hidden {
+    rules: Arc<[Rule]>,
+}
+
+impl Hidden {
+    /// What is hidden from a call of `tool` whose own path argument was `judged` (relative to the
+    /// root; `None` for a tool without one); `None` when nothing can be (no path rule that does not
+    /// allow applies), so a walk need not check each path.
+    pub fn for_tool(&self, tool: &str, judged: Option<&str>) -> Option<HiddenFrom> {
+        let judged_by = |r: &Rule| match (&r.path, judged) {
+            (Some((glob, matcher)), Some(path)) => covers(glob, matcher, path),
+            _ => false,
+        };
+        let rules: Vec<Rule> =
+            self.rules.iter().filter(|r| r.tool_matcher.is_match(tool) && !judged_by(r)).cloned().collect();
+        let first_path_rule = rules.iter().position(|r| r.path.is_some())?;
+        // A rule without a path before every path rule decides every path: nothing is hidden.
+        if rules[..first_path_rule].iter().any(|r| r.path.is_none()) {
+            return None;
+        }
+        rules.iter().any(|r| r.path.is_some() && r.action != Action::Allow).then(|| HiddenFrom { rules })
+    }
+}
+
+/// What is hidden from one tool (see [`Hidden`]).
+#[derive(Debug, Clone)]
+pub struct HiddenFrom {
+    /// The rules for the tool's name, in order.
+    rules: Vec<Rule>,
+}
+
+impl HiddenFrom {
+    /// Whether the rules hide the entry at `path` itself (relative to the root, `/`-separated),
+    /// whatever they say of the folders above it: what a walk that has not gone into a hidden
+    /// folder asks of each entry it meets.
+    pub fn hides_entry(&self, path: &str) -> bool {
+        let rule = self.rules.iter().find(|r| match &r.path {
+            None => true,
+            Some((glob, matcher)) => covers(glob, matcher, path),
+        });
+        rule.is_some_and(|r| r.path.is_some() && r.action != Action::Allow)
+    }
+
+    /// Whether `path` is hidden: it, or a folder above it, is.
+    pub fn hides(&self, path: &str) -> bool {
+        let path = path.trim_end_matches('/');
+        let mut end = 0;
+        while let Some(next) = path[end..].find('/').map(|i| end + i) {
+            if self.hides_entry(&path[..next]) {
+                return true;
+            }
+            end = next + 1;
+        }
+        self.hides_entry(path)
     }
 }
 

@@ -17,6 +17,7 @@ use steel::rvals::SteelVal;
 use steel::steel_vm::engine::Engine;
 
 use crate::args;
+use crate::bindings::{Bindings, Failure};
 use crate::bridge::{self, steel_message, Shared};
 use crate::call::{self, CallOptions, CallRecord, CallRequest};
 use crate::config::{Config, McpServerConfig};
@@ -273,12 +274,14 @@ impl HostBuilder {
         scheme_names.extend(prelude_names());
         let (mcp, load_errors) = start_mcp(&self.mcp_servers, workspace.root(), &mut registry, &scheme_names);
         let guard = self.guard_with_confirmer();
+        let hidden = guard.hidden();
         let ctx = ToolCtx {
             workspace,
             limits: self.limits,
             cancel: Cancel::default(),
             search: Default::default(),
             sandbox: self.sandbox,
+            hidden,
         };
         let shared = Arc::new(Shared::new(registry.clone(), ctx, guard, scheme_names));
         bridge::install(&mut engine, &shared);
@@ -292,6 +295,9 @@ impl HostBuilder {
             engine,
             shared,
             watchdog,
+            bindings: Bindings::new(),
+            scheme_tools: None,
+            scheme_procs: HashMap::new(),
             load_errors,
             trusted_scripts: self.trusted_scripts,
             tool_dirs: Vec::new(),
@@ -304,7 +310,11 @@ impl HostBuilder {
             sources: Vec::new(),
             mcp,
         };
-        host.load_text("prelude.scm", PRELUDE, true)?;
+        let prelude = host.load_text("prelude.scm", PRELUDE, true)?;
+        host.scheme_tools = prelude.last().and_then(SchemeTools::from_prelude);
+        if host.scheme_tools.is_none() {
+            return Err(Error::new(ErrorKind::Script, "prelude.scm did not give the host its tool table (a bug)"));
+        }
         if self.shipped_tools && self.builtin_tools {
             for (name, text) in SHIPPED_TOOLS {
                 if let Err(e) = host.load_text(name, text, true) {
@@ -312,6 +322,8 @@ impl HostBuilder {
                 }
             }
         }
+        // From here on, no program may rebind what is defined now (crate::bindings).
+        host.bindings.protect(&host.engine);
         let mut dirs = Vec::new();
         match self.project {
             ProjectTools::Off => {}
@@ -382,7 +394,15 @@ impl HostBuilder {
         let search = crate::search_index::SearchIndex::default();
         search.disable();
         let guard = self.guard_with_confirmer();
-        let ctx = ToolCtx { workspace, limits: self.limits, cancel: Cancel::default(), search, sandbox: self.sandbox };
+        let hidden = guard.hidden();
+        let ctx = ToolCtx {
+            workspace,
+            limits: self.limits,
+            cancel: Cancel::default(),
+            search,
+            sandbox: self.sandbox,
+            hidden,
+        };
         Ok(RustToolHost { shared: Arc::new(Shared::new(registry, ctx, guard, HashSet::new())) })
     }
 }
@@ -415,6 +435,12 @@ pub struct Host {
     engine: Engine,
     shared: Arc<Shared>,
     watchdog: Watchdog,
+    /// Who defined each global name: what programs may rebind.
+    bindings: Bindings,
+    /// What the prelude gives the host of the Scheme tools' table, which no script can reach.
+    scheme_tools: Option<SchemeTools>,
+    /// Each Scheme tool's procedure and define-tool body, taken from the table as it registers.
+    scheme_procs: HashMap<String, (SteelVal, Option<SteelVal>)>,
     load_errors: Vec<Error>,
     trusted_scripts: bool,
     /// The MCP servers whose tools are registered; dropped after the registry that calls them.
@@ -437,6 +463,24 @@ pub struct Host {
     /// The text of every file loaded, by the name errors give it, so the span of an error raised
     /// inside a tool (which steel keeps with the text, not the file name) maps to a file and line.
     sources: Vec<(String, Arc<str>)>,
+}
+
+/// The prelude's hold on the Scheme tools' table (the value of its last form): a procedure that
+/// gives a tool's procedure and define-tool body, and the one that makes a tool's guarded
+/// procedure. Only the host holds them: no name is bound to either.
+struct SchemeTools {
+    lookup: SteelVal,
+    wrapper: SteelVal,
+}
+
+impl SchemeTools {
+    fn from_prelude(value: &SteelVal) -> Option<SchemeTools> {
+        let SteelVal::ListV(parts) = value else { return None };
+        let mut parts = parts.iter();
+        let (Some(lookup), Some(wrapper), None) = (parts.next(), parts.next(), parts.next()) else { return None };
+        (crate::value::is_procedure(lookup) && crate::value::is_procedure(wrapper))
+            .then(|| SchemeTools { lookup: lookup.clone(), wrapper: wrapper.clone() })
+    }
 }
 
 /// The tools `reload` took out before loading their files again, and the names of those it left.
@@ -750,10 +794,10 @@ impl Host {
     /// # Errors
     /// An error naming the file and, when it can be told, the line.
     pub fn load_source(&mut self, name: &str, text: &str) -> Result<()> {
-        self.load_text(name, text, false)
+        self.load_text(name, text, false).map(|_| ())
     }
 
-    fn load_text(&mut self, name: &str, text: &str, ours: bool) -> Result<()> {
+    fn load_text(&mut self, name: &str, text: &str, ours: bool) -> Result<Vec<SteelVal>> {
         let limit = self.shared.ctx.limits.scheme_call;
         let before: HashSet<String> = self.registry().iter().map(|t| t.name().to_string()).collect();
         self.sources.retain(|(file, _)| file != name);
@@ -771,7 +815,7 @@ impl Host {
         if let Err(e) = &result {
             self.leave_unavailable(text, e);
         }
-        result.map(|_| ())
+        result
     }
 
     /// Where the Scheme tool called `name` was defined, when a file defined it (not for Rust tools
@@ -976,9 +1020,18 @@ impl Host {
             return Err(failure(ErrorKind::Script, None, INTERRUPTED.to_string()));
         }
         let armed = limit.map(|l| self.watchdog.arm(l));
-        let result = engine::run(&mut self.engine, source.to_string());
+        let shared = Arc::clone(&self.shared);
+        let is_tool = |tool: &str| shared.tool(tool).is_some();
+        let result = self.bindings.run(&mut self.engine, source, name, &is_tool);
         let fired = armed.is_some_and(|a| self.watchdog.disarm(a));
         let interrupted = self.consume_interrupt();
+        let result = match result {
+            Err(Failure::Refused { offset, message }) => {
+                return Err(failure(ErrorKind::Script, offset.and_then(|o| line_of(source, o)), message));
+            }
+            Err(Failure::Steel(e)) => Err(e),
+            Ok(values) => Ok(values),
+        };
         result.map_err(|e| {
             if fired {
                 let secs = limit.unwrap_or_default().as_secs_f64();
@@ -1054,14 +1107,15 @@ impl Host {
     }
 
     fn bind_tool_name(&mut self, name: &str) {
-        let wrapper =
-            self.engine.call_function_by_name_with_args("%tool-wrapper", vec![SteelVal::StringV(name.into())]);
-        if let Ok(wrapper) = wrapper {
+        let Some(tools) = &self.scheme_tools else { return };
+        let wrapper = tools.wrapper.clone();
+        if let Ok(wrapper) = engine::call(&mut self.engine, wrapper, vec![SteelVal::StringV(name.into())]) {
             self.engine.register_value(name, wrapper);
         }
     }
 
-    /// Binds the Scheme tools registered by the program that just ran as global procedures.
+    /// Binds the Scheme tools registered by the program that just ran as global procedures, and
+    /// takes their procedures from the table for JSON calls.
     fn bind_pending(&mut self) {
         let names: Vec<String> = match self.shared.pending.lock() {
             Ok(mut pending) => pending.drain(..).collect(),
@@ -1069,6 +1123,20 @@ impl Host {
         };
         for name in names {
             self.bind_tool_name(&name);
+            let Some(tools) = &self.scheme_tools else { continue };
+            let lookup = tools.lookup.clone();
+            match engine::call(&mut self.engine, lookup, vec![SteelVal::StringV(name.as_str().into())]) {
+                Ok(SteelVal::Pair(pair)) => {
+                    let body = match pair.cdr() {
+                        SteelVal::BoolV(false) => None,
+                        body => Some(body),
+                    };
+                    self.scheme_procs.insert(name, (pair.car(), body));
+                }
+                _ => {
+                    self.scheme_procs.remove(&name);
+                }
+            }
         }
     }
 
@@ -1076,20 +1144,12 @@ impl Host {
     /// A failure keeps the kind of the tool error that caused it (a `denied` path stays `denied`).
     fn call_scheme_tool(&mut self, tool: &Primitive, args: Vec<SteelVal>) -> Result<SteelVal> {
         let name = tool.name();
-        let key = SteelVal::StringV(name.into());
-        let table = |engine: &Engine, table: &str| match engine.extract_value(table) {
-            Ok(SteelVal::HashMapV(map)) => map.get(&key).cloned(),
-            _ => None,
-        };
         // A `define-tool` body takes every parameter, filled in here; a `register-tool` procedure
         // takes the arguments as given.
-        let (proc, args) = match table(&self.engine, "%toolhost-bodies") {
-            Some(body) => (body, args::fill_for_body(tool.signature(), args)),
-            None => (
-                table(&self.engine, "%toolhost-procs")
-                    .ok_or_else(|| Error::tool_failed(format!("{name}: its Scheme procedure is missing")))?,
-                args,
-            ),
+        let (proc, args) = match self.scheme_procs.get(name) {
+            Some((_, Some(body))) => (body.clone(), args::fill_for_body(tool.signature(), args)),
+            Some((proc, None)) => (proc.clone(), args),
+            None => return Err(Error::tool_failed(format!("{name}: its Scheme procedure is missing"))),
         };
         let limit = self.shared.ctx.limits.scheme_call;
         self.shared.reset_raised();

@@ -67,6 +67,7 @@
 //! | `tools` | the built-in tools |
 //! | `engine`, `watchdog` | the steel engine's module set, its time limit |
 //! | `bridge` | Scheme <-> registry: tools as procedures, `register-tool`, tool errors through Scheme |
+//! | `bindings` | which global names a program may define or `set!`: none another program defined |
 //! | [`host`] | the host: engine + registry + guard |
 //! | [`call`] | the JSON call path and the call record |
 //! | [`handle`] | the host on its own thread, reached through a `Send + Sync` handle |
@@ -79,6 +80,7 @@
 
 pub mod agent;
 pub mod args;
+mod bindings;
 mod bridge;
 pub mod call;
 pub mod check;

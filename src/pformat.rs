@@ -39,7 +39,8 @@
 //!   declared ones, holding a JSON list of its values.
 //! - **JSON fallback.** A tag whose body is a JSON object `{"name": ..., "arguments": {...}}` is
 //!   read as JSON (arguments by parameter name, already typed), so a refused call can be retried
-//!   that way. Keys other than `name` and `arguments` are refused, not ignored. Tool names may be
+//!   that way. Keys other than `name` and `arguments` are refused, not ignored, and so is a key given
+//!   twice (there or among the arguments), as the JSON call path refuses it. Tool names may be
 //!   given in their provider form (`srv__tool`) in either form; calls carry the real name.
 //!
 //! [`render_call`], [`catalogue`] and [`instructions`] are written by the same code the parser
@@ -495,10 +496,14 @@ fn slot_number(token: &str) -> Option<usize> {
 
 fn parse_json_body(body: &str, registry: &SpecSet) -> ParsedCall {
     let shape = "the JSON form is {\"name\": \"TOOL\", \"arguments\": {\"PARAMETER\": VALUE, ...}}";
-    let mut object = match serde_json::from_str::<Value>(body) {
-        Ok(Value::Object(object)) => object,
-        Ok(_) => return Err(bad(None, format!("the tag's JSON is not an object; {shape}"))),
+    // A key given twice would be read as its last value; which one the model meant is unknown.
+    let (parsed, mut repeated) = match crate::args::parse_noting_repeats(body, &["", "/arguments"]) {
+        Ok(parsed) => parsed,
         Err(e) => return Err(bad(None, format!("the tag's JSON does not parse ({e}); {shape}"))),
+    };
+    let mut object = match parsed {
+        Value::Object(object) => object,
+        _ => return Err(bad(None, format!("the tag's JSON is not an object; {shape}"))),
     };
     let name = match object.get("name") {
         Some(Value::String(name)) => name.clone(),
@@ -516,12 +521,18 @@ fn parse_json_body(body: &str, registry: &SpecSet) -> ParsedCall {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(arguments)) => arguments,
         // The same reading tidy gives a whole arguments value sent as a string holding an object.
-        Some(Value::String(text)) => match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(arguments)) => arguments,
+        Some(Value::String(text)) => match crate::args::parse_noting_repeats(&text, &[""]) {
+            Ok((Value::Object(arguments), inner)) => {
+                repeated = repeated.or(inner);
+                arguments
+            }
             _ => return Err(refuse(sig, "\"arguments\" is a string, not an object".into())),
         },
         Some(_) => return Err(refuse(sig, "\"arguments\" is not an object".into())),
     };
+    if let Some(key) = repeated {
+        return Err(refuse(sig, crate::args::repeated_key_message(&key)));
+    }
     Ok(Call { name: sig.name.clone(), arguments })
 }
 

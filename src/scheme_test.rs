@@ -297,7 +297,7 @@ fn run_test_source(host: &mut Host, name: &str, text: &str) -> Vec<Outcome> {
 
 /// The checks recorded in the host since the last call, oldest first, and forgets them.
 fn take_results(host: &mut Host, file: &str) -> Vec<Outcome> {
-    let Ok(SteelVal::ListV(results)) = host.eval("(let ([r %check-results]) (set! %check-results '()) r)") else {
+    let Ok(SteelVal::ListV(results)) = host.eval("(%take-check-results)") else {
         return Vec::new();
     };
     let mut out: Vec<Outcome> = results

@@ -361,6 +361,7 @@ mod tests {
             cancel: Default::default(),
             search: Default::default(),
             sandbox: Default::default(),
+            hidden: Default::default(),
         }
     }
 

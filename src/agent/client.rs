@@ -23,6 +23,12 @@
 //! would only be asked again to be slow. All of these have kind [`crate::ErrorKind::Agent`]. The
 //! API key goes in the `Authorization` header only; it is never part of a message, a log or
 //! `Debug` output. The usual proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`) apply.
+//!
+//! Redirects are never followed, to the same origin or another: a 3xx is an error naming where it
+//! points, so that `base_url` can be set to that address deliberately (a redirect to another origin
+//! would otherwise carry the conversation there and take that server's body as the model's reply).
+//! A reply body is read as bytes (at most ureq's 10 MB) and must be UTF-8: one that is not is an
+//! error saying at which byte.
 
 use std::fmt;
 use std::time::Duration;
@@ -244,6 +250,9 @@ impl ChatClient {
             // Statuses are answers to read (the server's message, Retry-After), not transport errors.
             .http_status_as_error(false)
             .user_agent(concat!("toolhost/", env!("CARGO_PKG_VERSION")))
+            // A redirect is an answer to report, never followed: another origin's body would be
+            // taken as the model's reply (and the conversation sent there).
+            .max_redirects(0)
             .build();
         ChatClient { settings, agent: config.into(), stop: None }
     }
@@ -301,6 +310,8 @@ struct Answer {
     status: u16,
     reason: &'static str,
     retry_after: Option<Duration>,
+    /// Where a redirect points (`Location`).
+    location: Option<String>,
     text: String,
 }
 
@@ -312,6 +323,9 @@ impl Exchange {
             let answer = self.post()?;
             if (200..300).contains(&answer.status) {
                 return parse_reply(&answer.text);
+            }
+            if (300..400).contains(&answer.status) {
+                return Err(redirect_error(&self.url, &answer));
             }
             let retryable = answer.status == 429 || (500..600).contains(&answer.status);
             if !retryable || attempt >= attempts {
@@ -337,8 +351,43 @@ impl Exchange {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<f64>().ok())
             .and_then(|s| Duration::try_from_secs_f64(s).ok());
-        let text = response.body_mut().read_to_string().map_err(|e| self.transport_error(&e))?;
-        Ok(Answer { status: status.as_u16(), reason: status.canonical_reason().unwrap_or(""), retry_after, text })
+        let location = response.headers().get("location").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        // Read as bytes, not as text: ureq's text reading would quietly replace bytes that are not
+        // UTF-8, and a reply the model server garbled must be reported as such.
+        let bytes = response.body_mut().read_to_vec().map_err(|e| self.transport_error(&e))?;
+        let text = String::from_utf8(bytes).map_err(|e| self.not_utf8(status.as_u16(), &e))?;
+        Ok(Answer {
+            status: status.as_u16(),
+            reason: status.canonical_reason().unwrap_or(""),
+            retry_after,
+            location,
+            text,
+        })
+    }
+
+    /// The error for a reply whose bytes are not UTF-8 text: where the first bad byte is, and the
+    /// text before it.
+    fn not_utf8(&self, status: u16, e: &std::string::FromUtf8Error) -> Error {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        let bad: Vec<String> = bytes[at..]
+            .iter()
+            .take(e.utf8_error().error_len().unwrap_or(1).max(1))
+            .map(|b| format!("0x{b:02x}"))
+            .collect();
+        let before = String::from_utf8_lossy(&bytes[at.saturating_sub(80)..at]).into_owned();
+        Error::new(
+            ErrorKind::Agent,
+            format!(
+                "the model server at {} answered {status} with a body that is not UTF-8 text: byte {} at offset {at} \
+                 of {} bytes is not valid UTF-8 (after {:?}); a chat-completions reply is JSON in UTF-8, so \
+                 the server or a proxy between garbled it",
+                self.url,
+                bad.join(" "),
+                bytes.len(),
+                before
+            ),
+        )
     }
 
     fn transport_error(&self, e: &ureq::Error) -> Error {
@@ -363,6 +412,40 @@ fn status_error(url: &str, answer: &Answer, attempts: u32) -> Error {
         ErrorKind::Agent,
         format!("the model server answered {}{reason}{tries} ({url}): {}", answer.status, server_message(&answer.text)),
     )
+}
+
+/// The error for a redirect, which is never followed: where it points, and whether that is
+/// another origin (scheme, host and port) than the one asked.
+fn redirect_error(url: &str, answer: &Answer) -> Error {
+    let reason = if answer.reason.is_empty() { String::new() } else { format!(" {}", answer.reason) };
+    let target = match &answer.location {
+        None => "without saying where (no Location header)".to_string(),
+        Some(location) => {
+            let absolute = ureq::http::Uri::try_from(location.as_str()).ok().filter(|u| u.scheme().is_some());
+            match absolute {
+                Some(uri) if origin_of(&uri) != ureq::http::Uri::try_from(url).ok().as_ref().and_then(origin_of) => {
+                    format!("to {location}, another origin")
+                }
+                _ => format!("to {location}, on the same origin"),
+            }
+        }
+    };
+    Error::new(
+        ErrorKind::Agent,
+        format!(
+            "the model server answered {}{reason} ({url}): it redirects {target}; toolhost does not follow \
+             redirects: set base_url (provider.base_url or --base-url) to the address the model is served at",
+            answer.status
+        ),
+    )
+}
+
+/// Scheme, host and port of an absolute URI, the port filled in for http and https.
+fn origin_of(uri: &ureq::http::Uri) -> Option<(String, String, u16)> {
+    let scheme = uri.scheme_str()?.to_ascii_lowercase();
+    let host = uri.host()?.to_ascii_lowercase();
+    let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
+    Some((scheme, host, port))
 }
 
 /// Longest excerpt of a server's text an error quotes.
@@ -404,17 +487,17 @@ fn excerpt(text: &str) -> String {
 /// # Errors
 /// Kind `agent_error` when the text is not JSON or holds no message (a 200 that carries an
 /// `error` object is reported with its message).
-pub fn parse_reply(text: &str) -> Result<ModelReply> {
+pub fn parse_reply(reply: &str) -> Result<ModelReply> {
     let unreadable = |what: &str| {
-        Error::new(ErrorKind::Agent, format!("the model server's reply {what}; it reads: {}", excerpt(text.trim())))
+        Error::new(ErrorKind::Agent, format!("the model server's reply {what}; it reads: {}", excerpt(reply.trim())))
     };
-    let value: Value = serde_json::from_str(text).map_err(|_| unreadable("is not JSON"))?;
+    let value: Value = serde_json::from_str(reply).map_err(|_| unreadable("is not JSON"))?;
     let choice = value.pointer("/choices/0");
     let Some(message) = choice.and_then(|c| c.get("message")).filter(|m| m.is_object()) else {
         if value.get("error").is_some() {
             return Err(Error::new(
                 ErrorKind::Agent,
-                format!("the model server answered with an error: {}", server_message(text)),
+                format!("the model server answered with an error: {}", server_message(reply)),
             ));
         }
         return Err(unreadable("has no choices[0].message"));
@@ -426,13 +509,57 @@ pub fn parse_reply(text: &str) -> Result<ModelReply> {
         }
         _ => None,
     };
-    let tool_calls = message
+    let mut tool_calls: Vec<ToolCall> = message
         .get("tool_calls")
         .and_then(Value::as_array)
         .map(|calls| calls.iter().map(tool_call).collect())
         .unwrap_or_default();
+    // Arguments sent as a JSON object go on as the very text the model wrote, so that the call
+    // path sees a key it gives twice (a parsed object keeps only the last value).
+    let objects: Vec<bool> = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|calls| calls.iter().map(|c| c.pointer("/function/arguments").is_some_and(Value::is_object)).collect())
+        .unwrap_or_default();
+    if objects.contains(&true) {
+        let raw = raw_arguments(reply);
+        for (i, call) in tool_calls.iter_mut().enumerate() {
+            if let (Some(true), Some(Some(raw))) = (objects.get(i), raw.get(i)) {
+                call.arguments = raw.clone();
+            }
+        }
+    }
     let finish_reason = choice.and_then(|c| c.get("finish_reason")).and_then(Value::as_str).map(String::from);
     Ok(ModelReply { text, tool_calls, finish_reason })
+}
+
+/// The text of each tool call's `arguments` in the first choice's message, as the reply holds it,
+/// found the way [`parse_reply`] finds them (where a key repeats above them, the last is taken, as a
+/// parsed value takes it).
+fn raw_arguments(reply: &str) -> Vec<Option<String>> {
+    use serde_json::value::RawValue;
+    type Object<'a> = std::collections::BTreeMap<String, &'a RawValue>;
+    fn object(raw: &RawValue) -> Option<Object<'_>> {
+        serde_json::from_str(raw.get()).ok()
+    }
+    fn list(raw: &RawValue) -> Option<Vec<&RawValue>> {
+        serde_json::from_str(raw.get()).ok()
+    }
+    let top: Option<Object<'_>> = serde_json::from_str(reply).ok();
+    let calls = top
+        .as_ref()
+        .and_then(|top| list(top.get("choices").copied()?))
+        .and_then(|choices| object(choices.first().copied()?))
+        .and_then(|choice| object(choice.get("message").copied()?))
+        .and_then(|message| list(message.get("tool_calls").copied()?))
+        .unwrap_or_default();
+    calls
+        .into_iter()
+        .map(|call| {
+            let function = object(object(call)?.get("function").copied()?)?;
+            function.get("arguments").map(|raw| raw.get().to_string())
+        })
+        .collect()
 }
 
 fn tool_call(call: &Value) -> ToolCall {

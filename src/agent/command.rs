@@ -17,7 +17,7 @@ use clap::ValueEnum;
 use crate::agent::client::{ChatClient, ClientSettings};
 use crate::agent::log::{self, SessionLog};
 use crate::agent::replay::{self, ReplayAnswers};
-use crate::agent::session::{End, Session, DEFAULT_MAX_TURNS};
+use crate::agent::session::{End, Session, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TURNS};
 use crate::agent::stop::Stop;
 use crate::config::Dialect;
 use crate::error::{Error, ErrorKind};
@@ -149,6 +149,11 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
         .dialect(dialect)
         .strict(provider.strict_tools.unwrap_or(false))
         .max_turns(args.max_turns as usize)
+        .max_calls_per_reply(
+            provider
+                .max_calls_per_reply
+                .map_or(DEFAULT_MAX_CALLS_PER_REPLY, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+        )
         .stop_on(stop)
         .on_call(|event| eprintln!("toolhost: {}", event.progress_line()));
     if let Some(log) = log {

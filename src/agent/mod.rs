@@ -50,5 +50,7 @@ pub use dialect::DEFAULT_SYSTEM_PROMPT;
 pub use log::{read_log, Entry, SessionLog};
 pub use model::{Message, Model, ModelReply, ModelRequest, ToolCall};
 pub use replay::{replay, Difference, ReplayAnswers, Report};
-pub use session::{CallEvent, End, Outcome, Session, DEFAULT_MAX_TURNS};
+pub use session::{
+    CallEvent, End, Outcome, Session, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TURNS, DEFAULT_MAX_TURN_RESULT_CHARS,
+};
 pub use stop::Stop;

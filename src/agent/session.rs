@@ -11,6 +11,14 @@
 //!   model as that call's result, with its kind (`error (denied): ...`), so the model can act on it.
 //! - The catalogue is read once, when the session starts, and every request carries that one.
 //! - A reply with neither text nor calls is an answer: the empty one.
+//! - A reply may make at most [`Session::max_calls_per_reply`] calls ([`DEFAULT_MAX_CALLS_PER_REPLY`]
+//!   unless `[provider] max_calls_per_reply` says otherwise): the calls past it are not run, and
+//!   each is answered with a `denied` result saying so, so every call id still gets its answer.
+//! - One reply's results together add at most [`Session::max_turn_result_chars`] characters to the
+//!   conversation ([`DEFAULT_MAX_TURN_RESULT_CHARS`]; each result is already capped by
+//!   `output_chars`): the result that reaches the bound is cut with a note, and the calls after it
+//!   are not run, each answered with a `denied` result saying why. With the cap on calls this
+//!   bounds what one turn can add, whatever the model sends.
 //! - A stop ([`Stop`]) interrupts the running call (Scheme code stops at once, and so does a
 //!   `shell-exec` command with its whole process group; another Rust tool runs to its end), waits a
 //!   short grace for its record, logs it, and ends the session as [`End::Interrupted`]. No further
@@ -31,6 +39,14 @@ use crate::handle::HostHandle;
 
 /// How many requests a session sends at most, unless told otherwise.
 pub const DEFAULT_MAX_TURNS: usize = 20;
+
+/// How many calls of one reply run at most, unless told otherwise: models that call tools in
+/// parallel make a handful per reply, and a reply of thousands is a model gone wrong.
+pub const DEFAULT_MAX_CALLS_PER_REPLY: usize = 32;
+
+/// How many characters one reply's results may add to the conversation together, unless told
+/// otherwise: about 50,000 tokens.
+pub const DEFAULT_MAX_TURN_RESULT_CHARS: usize = 200_000;
 
 /// How long a stopped session waits for the interrupted call's own record before it gives up on
 /// the call.
@@ -134,6 +150,8 @@ pub struct Session<'a> {
     dialect: Dialect,
     strict: bool,
     max_turns: usize,
+    max_calls: usize,
+    max_turn_chars: usize,
     system: String,
     log: Option<SessionLog>,
     on_call: Option<OnCall<'a>>,
@@ -150,6 +168,8 @@ impl<'a> Session<'a> {
             dialect: Dialect::Native,
             strict: false,
             max_turns: DEFAULT_MAX_TURNS,
+            max_calls: DEFAULT_MAX_CALLS_PER_REPLY,
+            max_turn_chars: DEFAULT_MAX_TURN_RESULT_CHARS,
             system: DEFAULT_SYSTEM_PROMPT.to_string(),
             log: None,
             on_call: None,
@@ -173,6 +193,21 @@ impl<'a> Session<'a> {
     /// Sends at most `turns` requests (at least 1).
     pub fn max_turns(mut self, turns: usize) -> Self {
         self.max_turns = turns.max(1);
+        self
+    }
+
+    /// Runs at most `calls` calls of one reply (at least 1); the rest are answered with a `denied`
+    /// result saying so.
+    pub fn max_calls_per_reply(mut self, calls: usize) -> Self {
+        self.max_calls = calls.max(1);
+        self
+    }
+
+    /// Lets one reply's results add at most `chars` characters to the conversation together (at
+    /// least 1,000): the result that reaches the bound is cut with a note, the calls after it are not
+    /// run.
+    pub fn max_turn_result_chars(mut self, chars: usize) -> Self {
+        self.max_turn_chars = chars.max(1000);
         self
     }
 
@@ -240,12 +275,26 @@ impl<'a> Session<'a> {
                 let answer = reply.text.unwrap_or_default();
                 return self.finish(End::Answered, turn, Some(answer), run);
             }
-            let mut results = Vec::new();
+            let made = attempts.len();
+            let mut results: Vec<Answered> = Vec::new();
+            let mut spent = 0usize;
             for (i, attempt) in attempts.into_iter().enumerate() {
                 if self.stop.is_stopped() {
                     break;
                 }
-                results.push(self.attempt(turn, i + 1, attempt, &mut run)?);
+                let (attempt, runs) = if i >= self.max_calls {
+                    (not_run(attempt, &over_cap(made, self.max_calls)), false)
+                } else if spent >= self.max_turn_chars {
+                    (not_run(attempt, &over_budget(self.max_turn_chars)), false)
+                } else {
+                    (attempt, true)
+                };
+                let mut answered = self.attempt(turn, i + 1, attempt, &mut run)?;
+                if runs {
+                    answered.text = fit(answered.text, self.max_turn_chars - spent, self.max_turn_chars);
+                    spent += answered.text.chars().count();
+                }
+                results.push(answered);
             }
             if self.stop.is_stopped() {
                 return self.finish(End::Interrupted, turn, None, run);
@@ -326,6 +375,46 @@ impl<'a> Session<'a> {
             None => Ok(()),
         }
     }
+}
+
+/// `attempt` refused before it reaches the host, with `why`.
+fn not_run(attempt: Attempt, why: &str) -> Attempt {
+    let (id, tool) = match attempt {
+        Attempt::Run { id, request } => (id, request.tool),
+        Attempt::Refused { id, tool, .. } => (id, tool),
+    };
+    let error = Error::new(ErrorKind::Denied, format!("{tool}: not run: {why}")).with_tool(&tool);
+    Attempt::Refused { id, tool, error }
+}
+
+fn over_cap(made: usize, cap: usize) -> String {
+    format!(
+        "this reply made {made} tool calls and one reply may make at most {cap} ([provider] \
+         max_calls_per_reply); only the first {cap} ran: make the others in your next reply"
+    )
+}
+
+fn over_budget(budget: usize) -> String {
+    format!(
+        "the results of this reply's earlier calls already hold {budget} characters, the most one \
+         reply's results may add to the conversation; make this call again in your next reply"
+    )
+}
+
+/// `text` cut to at most `room` characters (of a turn's `budget`) with a note saying so; whole
+/// when it fits.
+fn fit(text: String, room: usize, budget: usize) -> String {
+    if text.chars().count() <= room {
+        return text;
+    }
+    let note = format!(
+        "\n[... cut: one reply's results may add at most {budget} characters to the conversation, and \
+         this result reached that; later calls of this reply are not run]"
+    );
+    let keep = room.saturating_sub(note.chars().count());
+    let mut out: String = text.chars().take(keep).collect();
+    out.push_str(&note);
+    out
 }
 
 /// The conversation as it grows.

@@ -32,10 +32,14 @@
 //!
 //! # Limits
 //!
-//! Changes inotify does not report are not seen: writes through a shared memory map, changes on
-//! network file systems, and the global git excludes file (`core.excludesFile`). Ignore files in
-//! folders above the root are watched; those the process may not read are not.
+//! Writes through a hard link outside the tree are seen (each file is watched by inode), writes
+//! through a shared memory map are searched for (a file some process has open is searched
+//! whatever the index says: see [`files`](self::files) for why that is exact), and the global git
+//! config and excludes files are watched. Not seen: changes on network file systems made by other
+//! machines, and ignore or config files in folders the process may not read. The index needs one
+//! inotify watch per folder and per file and file leases; without them it stays cold.
 
+mod files;
 mod plan;
 mod postings;
 mod warm;
@@ -47,6 +51,7 @@ use std::time::{Duration, Instant};
 use ignore::WalkBuilder;
 
 use crate::workspace::Workspace;
+use files::Watcher;
 use warm::Warm;
 
 /// The walker both the cold search and the index use: `.gitignore`-aware without needing a git
@@ -137,6 +142,11 @@ impl SearchIndex {
         }));
         match answer {
             Ok(Ok(candidates)) => Some(candidates),
+            // Events were lost: the next search is cold and builds the index again.
+            Ok(Err(_)) if warm.lost => {
+                *state = State::Idle;
+                None
+            }
             Ok(Err(why)) => {
                 *state = State::Cold(why);
                 None
@@ -155,6 +165,13 @@ impl SearchIndex {
         if !matches!(*state, State::Idle) {
             return;
         }
+        let watcher = match Watcher::start() {
+            Ok(watcher) => watcher,
+            Err(why) => {
+                *state = State::Cold(why);
+                return;
+            }
+        };
         *state = State::Building;
         let shared = Arc::downgrade(&self.0);
         let ws = ws.clone();
@@ -162,7 +179,8 @@ impl SearchIndex {
             lower_priority();
             // Everyone who could ask has gone: stop reading the tree.
             let abandoned = || shared.strong_count() == 0;
-            let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Warm::build(&ws, &abandoned)));
+            let built =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Warm::build(&ws, &watcher, &abandoned)));
             let Some(shared) = shared.upgrade() else { return };
             let index = SearchIndex(shared);
             let mut state = index.lock();

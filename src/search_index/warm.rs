@@ -13,6 +13,13 @@
 //!   `.git/info/exclude` apply exactly as in a cold search. A change to an ignore file (or a `.git`
 //!   appearing, or lost events) walks the whole tree again, reusing files whose stat is unchanged.
 //!
+//! - Each indexed file is watched too, by inode (`files`): a write through a hard link outside the
+//!   tree is seen, and so are the opens that may hide writes through a shared memory map, which
+//!   make no event; a file some process has open is searched whatever the index says.
+//! - The global git excludes file (`core.excludesFile`, `$XDG_CONFIG_HOME/git/ignore`) and the git
+//!   config files that name it are watched where they are (or where they would appear): a change
+//!   walks the whole tree again.
+//!
 //! Whatever cannot be indexed exactly is searched anyway: files whose text the searcher would
 //! transcode (a byte-order mark), files too large, files that could not be read are "always"
 //! candidates.
@@ -32,6 +39,7 @@ use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
+use super::files::Watcher;
 use super::plan::{trigrams_of, Query, Trigram};
 use super::postings::{decode, Builder, Postings};
 use super::{walker, IndexStats};
@@ -91,6 +99,8 @@ struct Entry {
     text: u64,
     /// Searched whatever the query: not indexed.
     always: bool,
+    /// The watch on the file itself (none for an "always" file, which is searched anyway).
+    watch: Option<i32>,
 }
 
 /// What reading a file for the index gave.
@@ -98,6 +108,8 @@ struct Indexed {
     entry: Entry,
     /// Its distinct trigrams, sorted; empty for an "always" file.
     trigrams: Vec<Trigram>,
+    /// Why the file could not be watched, when it could not.
+    unwatched: Option<GiveUp>,
 }
 
 /// A set of trigrams seen in the current file, cleared file by file.
@@ -131,12 +143,26 @@ impl Seen {
 }
 
 /// Reads the file at `relative` as the searcher will: beneath the root handle, up to its first
-/// NUL byte.
-fn read_file(ws: &Workspace, relative: &Path, seen: &mut Seen, buf: &mut Vec<u8>) -> Indexed {
+/// NUL byte, and watches it while it is open.
+fn read_file(ws: &Workspace, relative: &Path, seen: &mut Seen, buf: &mut Vec<u8>, watcher: &Watcher) -> Indexed {
     let path: Arc<Path> = Arc::from(relative);
-    let always = |stamp: Option<Stamp>| Indexed {
-        entry: Entry { path: path.clone(), stamp, racy: true, text: 0, always: true },
+    let always_watched = |stamp: Option<Stamp>, watch: &Result<i32, GiveUp>| Indexed {
+        entry: Entry {
+            path: path.clone(),
+            stamp,
+            racy: true,
+            text: 0,
+            always: true,
+            watch: watch.as_ref().ok().copied(),
+        },
         trigrams: Vec::new(),
+        unwatched: watch.as_ref().err().cloned(),
+    };
+    // Not watched: a file that could not be read as text is searched every time anyway.
+    let always = |stamp: Option<Stamp>| Indexed {
+        entry: Entry { path: path.clone(), stamp, racy: true, text: 0, always: true, watch: None },
+        trigrams: Vec::new(),
+        unwatched: None,
     };
     let opened = ws.open_beneath(&ws.root().join(relative), OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty());
     let Ok(file) = opened else { return always(None) };
@@ -146,6 +172,8 @@ fn read_file(ws: &Workspace, relative: &Path, seen: &mut Seen, buf: &mut Vec<u8>
     if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
         return always(Some(stamp));
     }
+    // Watched before it is read: nothing that happens to it from now on goes unseen.
+    let watch = watcher.watch(&file, &path, (stamp.dev, stamp.ino));
     let read_at = SystemTime::now();
     buf.clear();
     // In chunks, to stop at the first NUL as the searcher does without reading a binary file whole.
@@ -159,22 +187,30 @@ fn read_file(ws: &Workspace, relative: &Path, seen: &mut Seen, buf: &mut Vec<u8>
                     break;
                 }
                 if buf.len() as u64 > MAX_FILE_BYTES {
-                    return always(Some(stamp));
+                    return always_watched(Some(stamp), &watch);
                 }
             }
-            Err(_) => return always(Some(stamp)),
+            Err(_) => return always_watched(Some(stamp), &watch),
         }
     }
     // The searcher transcodes text that starts with a byte-order mark: its bytes are not these.
     if buf.starts_with(&[0xef, 0xbb, 0xbf]) || buf.starts_with(&[0xff, 0xfe]) || buf.starts_with(&[0xfe, 0xff]) {
-        return always(Some(stamp));
+        return always_watched(Some(stamp), &watch);
     }
     let changed = std::time::UNIX_EPOCH
         + Duration::new(u64::try_from(stamp.ctime.0).unwrap_or(0), u32::try_from(stamp.ctime.1).unwrap_or(0));
     let racy = read_at.duration_since(changed).map_or(true, |age| age < RACY);
     Indexed {
-        entry: Entry { path, stamp: Some(stamp), racy, text: buf.len() as u64, always: false },
+        entry: Entry {
+            path,
+            stamp: Some(stamp),
+            racy,
+            text: buf.len() as u64,
+            always: false,
+            watch: watch.as_ref().ok().copied(),
+        },
         trigrams: seen.distinct(buf),
+        unwatched: watch.err(),
     }
 }
 
@@ -207,6 +243,10 @@ struct Watches {
     root: PathBuf,
     kinds: HashMap<i32, Watched>,
     tree: HashMap<PathBuf, i32>,
+    /// Folders holding (or that would hold) the global git config and excludes files, which the
+    /// walker reads: the names in each that matter. A folder may also be watched for another
+    /// reason (the home folder above the root, say), under the same watch.
+    git_global: HashMap<i32, Vec<std::ffi::OsString>>,
 }
 
 /// What the events read since the last answer ask for.
@@ -218,6 +258,8 @@ struct Changes {
     events: usize,
     /// More events than are worth following one by one, or more than inotify kept.
     flood: bool,
+    /// The global git config or excludes file changed: the walker may ignore other files now.
+    excludes: bool,
 }
 
 /// A tree walk's findings: files (with their lstat when it worked) and directories, relative.
@@ -226,7 +268,14 @@ type Found = (BTreeMap<PathBuf, Option<Metadata>>, BTreeSet<PathBuf>);
 impl Watches {
     fn new(root: &Path) -> Result<Watches, GiveUp> {
         let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).map_err(|e| format!("inotify: {e}"))?;
-        let mut watches = Watches { fd, root: root.to_path_buf(), kinds: HashMap::new(), tree: HashMap::new() };
+        let mut watches = Watches {
+            fd,
+            root: root.to_path_buf(),
+            kinds: HashMap::new(),
+            tree: HashMap::new(),
+            git_global: HashMap::new(),
+        };
+        watches.watch_git_global()?;
         for ancestor in root.ancestors().skip(1) {
             match inotify::add_watch(&watches.fd, ancestor, TREE_EVENTS) {
                 Ok(wd) => {
@@ -286,6 +335,40 @@ impl Watches {
                 }
                 Err(Errno::NOENT) | Err(Errno::NOTDIR) | Err(Errno::ACCESS) => {}
                 Err(e) => return Err(format!("inotify watch on {}: {e}", folder.display())),
+            }
+        }
+        Ok(())
+    }
+
+    /// Watches the folders where the global git config files and the global excludes file are, or
+    /// the nearest folder above one that does not exist yet, for the name that leads to it.
+    fn watch_git_global(&mut self) -> Result<(), GiveUp> {
+        for file in git_global_files() {
+            let mut targets = vec![file.clone()];
+            // Through a symlink, the file read is its target's.
+            if let Ok(real) = std::fs::canonicalize(&file) {
+                if real != file {
+                    targets.push(real);
+                }
+            }
+            for target in targets {
+                let mut below = target.as_path();
+                while let Some(folder) = below.parent() {
+                    let Some(name) = below.file_name() else { break };
+                    match inotify::add_watch(&self.fd, folder, TREE_EVENTS) {
+                        Ok(wd) => {
+                            let names = self.git_global.entry(wd).or_default();
+                            if !names.iter().any(|n| n == name) {
+                                names.push(name.to_os_string());
+                            }
+                            break;
+                        }
+                        Err(Errno::NOENT) | Err(Errno::NOTDIR) => below = folder,
+                        // Unreadable: a change there goes unseen, as the module docs say of such folders.
+                        Err(Errno::ACCESS) => break,
+                        Err(e) => return Err(format!("inotify watch on {}: {e}", folder.display())),
+                    }
+                }
             }
         }
         Ok(())
@@ -360,6 +443,13 @@ impl Watches {
         if flags.contains(ReadFlags::IGNORED) {
             forgotten.push(wd);
         }
+        if let Some(names) = self.git_global.get(&wd) {
+            let ignored = flags.contains(ReadFlags::IGNORED);
+            if gone || ignored || name.is_some_and(|n| names.iter().any(|m| m == n)) {
+                changes.everything = true;
+                changes.excludes = true;
+            }
+        }
         match self.kinds.get(&wd) {
             None => {}
             Some(Watched::Tree(dir)) => {
@@ -428,6 +518,29 @@ impl Watches {
         }
         Ok((files, dirs))
     }
+}
+
+/// The files the walker reads git's global excludes from, as the ignore crate finds them: the
+/// global and system config files (`core.excludesFile`) and the excludes file itself, named
+/// by the environment as it is now.
+fn git_global_files() -> Vec<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let home = var("HOME");
+    let config = var("XDG_CONFIG_HOME").or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let mut files = Vec::new();
+    files.extend(var("GIT_CONFIG_GLOBAL"));
+    files.extend(home.map(|h| h.join(".gitconfig")));
+    if let Some(config) = &config {
+        files.push(config.join("git/config"));
+        files.push(config.join("git/ignore"));
+    }
+    files.push(var("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig")));
+    if let Some(excludes) = ignore::gitignore::gitconfig_excludes_path() {
+        // A relative path is read from the process's current folder.
+        files.push(std::env::current_dir().map_or(excludes.clone(), |cwd| cwd.join(&excludes)));
+    }
+    files.retain(|f| f.is_absolute());
+    files
 }
 
 /// The common git directory of the worktree whose `.git` file is `dot_git`, as the ignore crate
@@ -510,12 +623,20 @@ pub(crate) struct Warm {
     text_bytes: u64,
     /// Catch-ups in a row that met a flood.
     floods: u32,
+    /// The watches on the files themselves.
+    watched: Arc<Watcher>,
+    /// Events of the files were lost: the index must be built again, not given up.
+    pub(crate) lost: bool,
 }
 
 impl Warm {
     /// Indexes the tree of `ws`; gives up (stays cold) past [`MAX_TEXT_BYTES`], when the index
     /// would outgrow the text, when inotify is unavailable, or when `abandoned` says so.
-    pub(crate) fn build(ws: &Workspace, abandoned: &(dyn Fn() -> bool + Sync)) -> Result<Warm, GiveUp> {
+    pub(crate) fn build(
+        ws: &Workspace,
+        watcher: &Arc<Watcher>,
+        abandoned: &(dyn Fn() -> bool + Sync),
+    ) -> Result<Warm, GiveUp> {
         let mut watches = Watches::new(ws.root())?;
         let (found, _dirs) = watches.walk(&[PathBuf::new()])?;
         let total: u64 = found.values().map(|m| m.as_ref().map_or(0, Metadata::len)).sum();
@@ -538,7 +659,7 @@ impl Warm {
         }
         bounds.push(paths.len());
         bounds.dedup();
-        let parts: Vec<Option<(Builder, Vec<Entry>)>> = std::thread::scope(|scope| {
+        let parts: Vec<Option<(Builder, Vec<(Entry, Option<GiveUp>)>)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = bounds
                 .windows(2)
                 .map(|w| {
@@ -552,12 +673,12 @@ impl Warm {
                             if i % 256 == 0 && abandoned() {
                                 return None;
                             }
-                            let indexed = read_file(ws, path, &mut seen, &mut buf);
+                            let indexed = read_file(ws, path, &mut seen, &mut buf, watcher);
                             let id = (start + i) as u32;
                             for &t in &indexed.trigrams {
                                 builder.add(id, t);
                             }
-                            entries.push(indexed.entry);
+                            entries.push((indexed.entry, indexed.unwatched));
                         }
                         Some((builder, entries))
                     })
@@ -570,7 +691,12 @@ impl Warm {
         for part in parts {
             let Some((builder, entries)) = part else { return Err("the index build was abandoned".to_string()) };
             builders.push(builder);
-            files.extend(entries.into_iter().map(Some));
+            for (entry, unwatched) in entries {
+                if let Some(why) = unwatched {
+                    return Err(why);
+                }
+                files.push(Some(entry));
+            }
         }
         let base = Builder::merge(builders).ok_or("the index outgrew its offsets")?;
         let base_end = u32::try_from(files.len()).map_err(|_| "too many files")?;
@@ -585,6 +711,8 @@ impl Warm {
             overlay: HashMap::new(),
             overlay_trigrams: 0,
             floods: 0,
+            watched: Arc::clone(watcher),
+            lost: false,
         };
         for (id, entry) in files.iter().enumerate() {
             let Some(entry) = entry else { continue };
@@ -620,7 +748,8 @@ impl Warm {
         let entries = self.files.capacity() * std::mem::size_of::<Option<Entry>>();
         let map = self.by_path.len() * 48;
         let overlay = self.overlay_trigrams * 4 + self.overlay.len() * 40;
-        let watches: usize = self.watches.tree.keys().map(|p| p.as_os_str().len() + 80).sum();
+        let watches: usize =
+            self.watches.tree.keys().map(|p| p.as_os_str().len() + 80).sum::<usize>() + self.watched.len() * 64;
         IndexStats {
             state: String::new(),
             files: self.by_path.len(),
@@ -628,16 +757,24 @@ impl Warm {
             postings_bytes: self.base.heap_bytes() as u64,
             index_bytes: (self.base.heap_bytes() + paths + entries + map + overlay + watches + self.always.len() * 16)
                 as u64,
-            watches: self.watches.kinds.len(),
+            watches: self.watches.kinds.len() + self.watched.len(),
         }
     }
 
     /// Brings the index up to date with every change made so far.
     pub(crate) fn catch_up(&mut self, ws: &Workspace) -> Result<(), GiveUp> {
-        let changes = self.watches.drain()?;
+        let mut changes = self.watches.drain()?;
         self.floods = if changes.flood { self.floods + 1 } else { 0 };
         if self.floods >= MAX_FLOODS {
             return Err("the tree changes faster than the index can follow".to_string());
+        }
+        if let Err(why) = self.watched.catch_up(ws, &mut changes.touched) {
+            self.lost = true;
+            return Err(why);
+        }
+        if changes.excludes {
+            // The global excludes file may be another now: watch where it is.
+            self.watches.watch_git_global()?;
         }
         if !changes.everything && changes.touched.is_empty() {
             return Ok(());
@@ -682,12 +819,13 @@ impl Warm {
                 self.rename(id, path);
                 continue;
             }
-            let indexed = read_file(ws, &path, seen.get_or_insert_with(Seen::new), &mut buf);
+            let indexed = read_file(ws, &path, seen.get_or_insert_with(Seen::new), &mut buf, &self.watched);
             self.add(indexed)?;
         }
         for id in before.into_values() {
             self.remove(id);
         }
+        self.watched.prune();
         let stale: Vec<i32> = self
             .watches
             .tree
@@ -713,6 +851,9 @@ impl Warm {
 
     fn remove(&mut self, id: u32) {
         let Some(entry) = self.files.get_mut(id as usize).and_then(Option::take) else { return };
+        if let Some(wd) = entry.watch {
+            self.watched.forget(&entry.path, wd);
+        }
         self.by_path.remove(&entry.path);
         self.text_bytes -= entry.text;
         self.always.remove(&id);
@@ -726,13 +867,19 @@ impl Warm {
         if self.by_path.get(&entry.path) == Some(&id) {
             self.by_path.remove(&entry.path);
         }
-        entry.path = Arc::from(path);
+        let old = std::mem::replace(&mut entry.path, Arc::from(path));
+        if let Some(wd) = entry.watch {
+            self.watched.rename(&old, &entry.path, wd);
+        }
         self.by_path.insert(entry.path.clone(), id);
     }
 
     fn add(&mut self, indexed: Indexed) -> Result<(), GiveUp> {
         let id = u32::try_from(self.files.len()).map_err(|_| "too many file versions")?;
-        let Indexed { entry, trigrams } = indexed;
+        let Indexed { entry, trigrams, unwatched } = indexed;
+        if let Some(why) = unwatched {
+            return Err(why);
+        }
         self.by_path.insert(entry.path.clone(), id);
         self.text_bytes += entry.text;
         if entry.always {
@@ -774,6 +921,12 @@ impl Warm {
                 .map(|(id, _)| *id),
         );
         ids.extend(self.always.iter().copied());
+        // Files some process has open may have been written through a shared map, which no event
+        // tells: searched whatever their trigrams say.
+        let open = self.watched.open_now();
+        let open: Vec<u32> = open.iter().filter_map(|path| self.by_path.get(path).copied()).collect();
+        let open: Vec<u32> = open.into_iter().filter(|id| !ids.contains(id)).collect();
+        ids.extend(open);
         ids.into_iter().filter_map(|id| self.files.get(id as usize)?.as_ref().map(|e| e.path.clone())).collect()
     }
 

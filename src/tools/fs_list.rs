@@ -2,7 +2,8 @@
 //! files exclude and hidden entries. The walk opens every folder beneath the workspace root's
 //! handle without following symlinks, so a folder swapped for a symlink during the walk is not
 //! listed through it; ignore rules are read with ripgrep's gitignore matcher from the folders
-//! between the workspace root and each listed folder.
+//! between the workspace root and each listed folder. What the guard's path rules hide (see
+//! [`crate::guard::Hidden`]) is left out, and a hidden folder is not gone into.
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -15,6 +16,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 use crate::context::ToolCtx;
 use crate::error::{Error, Result};
+use crate::guard::HiddenFrom;
 use crate::registry::Primitive;
 use crate::typed::Tool;
 use crate::workspace::{is_swapped, open_child_dir};
@@ -44,6 +46,7 @@ struct Listing<'a> {
     shown: usize,
     more: usize,
     max_depth: usize,
+    hidden: Option<HiddenFrom>,
 }
 
 fn fs_list(ctx: &ToolCtx, path: Option<String>, depth: Option<i64>) -> Result<String> {
@@ -65,7 +68,8 @@ fn fs_list(ctx: &ToolCtx, path: Option<String>, depth: Option<i64>) -> Result<St
             rules.push(ignore_rules(&fd, &folder));
         }
     }
-    let mut listing = Listing { ctx, out: String::new(), shown: 0, more: 0, max_depth: depth };
+    let hidden = ctx.hidden.for_tool("fs-list", Some(&ctx.workspace.display(&real)));
+    let mut listing = Listing { ctx, out: String::new(), shown: 0, more: 0, max_depth: depth, hidden };
     walk(&mut listing, &dir, &real, 1, &mut rules);
     let Listing { mut out, shown, more, .. } = listing;
     if shown == 0 {
@@ -162,6 +166,9 @@ fn walk(listing: &mut Listing, dir: &OwnedFd, at: &Path, level: usize, rules: &m
     for (name, is_dir) in entries {
         let path: PathBuf = at.join(&name);
         if ignored(rules, &path, is_dir) {
+            continue;
+        }
+        if listing.hidden.as_ref().is_some_and(|h| h.hides_entry(&listing.ctx.workspace.display(&path))) {
             continue;
         }
         let line = format!("{}{}{}\n", "  ".repeat(level - 1), name.to_string_lossy(), if is_dir { "/" } else { "" });

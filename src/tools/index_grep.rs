@@ -1,7 +1,8 @@
 //! `index-grep pattern [glob]`: a regex search of the workspace with ripgrep's own crates (the
 //! `.gitignore`-aware parallel walker, the regex matcher and searcher), printed as sorted
 //! `path:line:text` lines with a cap. The glob only narrows what the walker yields: ignored and
-//! hidden files stay unsearched whatever the glob says.
+//! hidden files stay unsearched whatever the glob says, and so do the files the guard's path rules
+//! hide from `index-grep` (see [`crate::guard::Hidden`]).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,6 +20,7 @@ use steel::rvals::SteelVal;
 use super::text::{cut_line, thousands};
 use crate::context::{Limits, ToolCtx};
 use crate::error::{Error, Result};
+use crate::guard::HiddenFrom;
 use crate::registry::Primitive;
 use crate::search_index;
 use crate::typed::Tool;
@@ -111,6 +113,8 @@ struct Search<'a> {
     ctx: &'a ToolCtx,
     matcher: RegexMatcher,
     filter: Option<FileFilter>,
+    /// What the guard's path rules hide from index-grep.
+    hidden: Option<HiddenFrom>,
     /// Each file keeps at most this many lines: no more can ever be shown.
     cap: usize,
     line_chars: usize,
@@ -125,6 +129,9 @@ impl Search<'_> {
     /// regular file and it has any.
     fn file(&self, searcher: &mut Searcher, relative: &Path) -> Option<FileMatches> {
         if self.filter.as_ref().is_some_and(|f| !f.selects(relative)) {
+            return None;
+        }
+        if self.hidden.as_ref().is_some_and(|h| h.hides(&relative.to_string_lossy())) {
             return None;
         }
         let mut lines = Vec::new();
@@ -163,7 +170,16 @@ impl Search<'_> {
     fn walk(&self) -> Vec<FileMatches> {
         let root = self.ctx.workspace.root();
         let found: Mutex<Vec<FileMatches>> = Mutex::new(Vec::new());
-        search_index::walker(root).build_parallel().run(|| {
+        let mut walker = search_index::walker(root);
+        if let Some(hidden) = self.hidden.clone() {
+            // Not into a hidden folder: nothing below it is searched.
+            let root = root.to_path_buf();
+            walker.filter_entry(move |entry| {
+                let relative = entry.path().strip_prefix(&root).unwrap_or(entry.path());
+                relative.as_os_str().is_empty() || !hidden.hides_entry(&relative.to_string_lossy())
+            });
+        }
+        walker.build_parallel().run(|| {
             let found = &found;
             let mut searcher = Self::searcher();
             Box::new(move |entry| {
@@ -219,8 +235,15 @@ fn search(ctx: &ToolCtx, pattern: &str, glob: Option<&str>) -> Result<Vec<FileMa
         .map_err(|e| Error::tool_failed(pattern_error(pattern, &e)))?;
     // Not ripgrep's overrides: an override whitelist beats .gitignore and the hidden-file rule.
     let filter = glob.filter(|g| !g.is_empty()).map(FileFilter::new).transpose()?;
-    let search =
-        Search { ctx, matcher, filter, cap: ctx.limits.grep_matches, line_chars: ctx.limits.line_chars.min(500) };
+    let hidden = ctx.hidden.for_tool("index-grep", None);
+    let search = Search {
+        ctx,
+        matcher,
+        filter,
+        hidden,
+        cap: ctx.limits.grep_matches,
+        line_chars: ctx.limits.line_chars.min(500),
+    };
     let mut found = match ctx.search.candidates(&ctx.workspace, pattern) {
         Some(candidates) => search.candidates(&candidates),
         None => {

@@ -356,6 +356,199 @@ fn a_model_error_ends_the_session_and_the_log_says_why() {
     assert_eq!((reason.as_str(), logged.kind()), ("error", ErrorKind::Agent));
 }
 
+/// A 200 whose first choice's message has these tool calls, written as raw JSON text (so a key may
+/// be given twice, which a `Value` cannot hold).
+fn raw_calls(calls: &str) -> Scripted {
+    Scripted::raw(
+        200,
+        &format!(
+            r#"{{"id":"chatcmpl-test","object":"chat.completion","created":0,"model":"test-model","choices":[{{"index":0,"message":{{"role":"assistant","content":null,"tool_calls":[{calls}]}},"finish_reason":"tool_calls","logprobs":null}}]}}"#
+        ),
+    )
+}
+
+/// The tool messages of a request, in order: (tool_call_id, content).
+fn tool_results(request: &common::model_server::Received) -> Vec<(String, String)> {
+    request.json()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| (m["tool_call_id"].as_str().unwrap().to_string(), m["content"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+#[test]
+fn a_key_given_twice_in_native_arguments_is_refused_as_json_text_and_as_a_json_object() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        raw_calls(concat!(
+            r#"{"id":"obj","type":"function","function":{"name":"fs-write","arguments":{"path":"a.txt","path":"written.txt","content":"x"}}},"#,
+            r#"{"id":"txt","type":"function","function":{"name":"fs-write","arguments":"{\"path\":\"a.txt\",\"path\":\"also.txt\",\"content\":\"x\"}"}}"#
+        )),
+        Scripted::text("done"),
+    ]);
+    let mut model = client(&server);
+    let handle = HostHandle::spawn(HostBuilder::new(dir.path())).unwrap();
+    let outcome = Session::new(handle, &mut model).run("Write.").unwrap();
+    assert_eq!(outcome.answer.as_deref(), Some("done"));
+    assert!(!dir.path().join("written.txt").exists(), "the object's last value was taken");
+    assert!(!dir.path().join("also.txt").exists(), "the text's last value was taken");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap().lines().count(), 300, "a.txt unchanged");
+    let results = tool_results(&server.requests()[1]);
+    assert_eq!(results.len(), 2);
+    for (id, text) in &results {
+        assert!(
+            text.starts_with("error (bad_arguments): fs-write: the key \"path\" is given more than once"),
+            "{id}: {text}"
+        );
+    }
+    // Exactly what `toolhost call` says for the same text.
+    let mut host = toolhost::Host::new(dir.path()).unwrap();
+    let direct = host.call_json("fs-write", r#"{"path":"a.txt","path":"also.txt","content":"x"}"#).model_text();
+    assert_eq!(results[1].1, direct);
+    assert_eq!(results[0].1, direct);
+}
+
+#[test]
+fn a_key_given_twice_in_a_pformat_tag_s_json_form_is_refused() {
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![
+        Scripted::text(concat!(
+            r#"<tool_call>{"name": "fs-write", "arguments": {"path": "a.txt", "path": "written.txt", "content": "x"}}</tool_call>"#,
+            "\n",
+            r#"<tool_call>{"name": "fs-write", "arguments": "{\"path\": \"a.txt\", \"content\": \"x\", \"path\": \"also.txt\"}"}</tool_call>"#,
+            "\n",
+            r#"<tool_call>{"name": "fs-read", "name": "fs-write", "arguments": {"path": "named.txt", "content": "x"}}</tool_call>"#
+        )),
+        Scripted::text("done"),
+    ]);
+    let mut model = client(&server);
+    let handle = HostHandle::spawn(HostBuilder::new(dir.path())).unwrap();
+    let outcome = Session::new(handle, &mut model).dialect(Dialect::Pformat).run("Write.").unwrap();
+    assert_eq!(outcome.answer.as_deref(), Some("done"));
+    for file in ["written.txt", "also.txt", "named.txt"] {
+        assert!(!dir.path().join(file).exists(), "{file} was written");
+    }
+    let second = server.requests()[1].json();
+    let results = second["messages"][3]["content"].as_str().unwrap().to_string();
+    assert_eq!(results.matches("error (bad_arguments): ").count(), 3, "{results}");
+    assert_eq!(results.matches("the key \"path\" is given more than once").count(), 2, "{results}");
+    assert!(results.contains("the key \"name\" is given more than once"), "{results}");
+}
+
+#[test]
+fn the_calls_past_max_calls_per_reply_are_not_run_and_each_still_gets_an_answer() {
+    let dir = workspace(&[]);
+    let calls: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("c{i}"), json!({"path": format!("out/{i}.txt"), "content": "x"}).to_string()))
+        .collect();
+    let refs: Vec<(&str, &str, &str)> =
+        calls.iter().map(|(id, args)| (id.as_str(), "fs-write", args.as_str())).collect();
+    let server = ModelServer::start(vec![Scripted::calls(&refs), Scripted::calls(&refs[..5]), Scripted::text("done")]);
+    let mut model = client(&server);
+    let handle = HostHandle::spawn(HostBuilder::new(dir.path())).unwrap();
+    let outcome = Session::new(handle, &mut model).run("Write forty files.").unwrap();
+    assert_eq!(outcome.answer.as_deref(), Some("done"));
+    let written = std::fs::read_dir(dir.path().join("out")).unwrap().count();
+    assert_eq!(written, 32, "the default cap");
+    let results = tool_results(&server.requests()[1]);
+    assert_eq!(results.len(), 40, "every call id is answered");
+    assert_eq!(
+        results.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>(),
+        calls.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>()
+    );
+    for (id, text) in &results[32..] {
+        assert!(
+            text.starts_with(
+                "error (denied): fs-write: not run: this reply made 40 tool calls and one reply may make at most 32"
+            ),
+            "{id}: {text}"
+        );
+    }
+    assert_conforms(&server.requests()[1].json());
+    // A lower cap from the session's settings.
+    let dir = workspace(&[]);
+    let server = ModelServer::start(vec![Scripted::calls(&refs[..5]), Scripted::text("done")]);
+    let mut model = client(&server);
+    let handle = HostHandle::spawn(HostBuilder::new(dir.path())).unwrap();
+    Session::new(handle, &mut model).max_calls_per_reply(2).run("Write.").unwrap();
+    assert_eq!(std::fs::read_dir(dir.path().join("out")).unwrap().count(), 2);
+    let results = tool_results(&server.requests()[1]);
+    assert_eq!(results.len(), 5);
+    assert!(results[2].1.contains("at most 2 ([provider] max_calls_per_reply)"), "{}", results[2].1);
+}
+
+#[test]
+fn one_reply_s_results_together_are_bounded_with_a_note_and_the_later_calls_are_not_run() {
+    let long: String = (0..300).map(|i| format!("{i:04} {}\n", "x".repeat(40))).collect();
+    let dir = workspace(&[("long.txt", long.as_str())]);
+    let read = r#"{"path":"long.txt"}"#;
+    let write = r#"{"path":"late.txt","content":"x"}"#;
+    let server = ModelServer::start(vec![
+        Scripted::calls(&[("r1", "fs-read", read), ("r2", "fs-read", read), ("w", "fs-write", write)]),
+        Scripted::text("done"),
+    ]);
+    let mut model = client(&server);
+    let handle = HostHandle::spawn(HostBuilder::new(dir.path())).unwrap();
+    let outcome = Session::new(handle, &mut model).max_turn_result_chars(20_000).run("Read twice.").unwrap();
+    assert_eq!(outcome.answer.as_deref(), Some("done"));
+    let results = tool_results(&server.requests()[1]);
+    let sizes: Vec<usize> = results.iter().map(|(_, text)| text.chars().count()).collect();
+    assert!(sizes[0] > 14_000, "the first result is whole: {sizes:?}");
+    assert!(sizes[0] + sizes[1] <= 20_000, "{sizes:?}");
+    assert!(results[1].1.ends_with("later calls of this reply are not run]"), "{}", results[1].1);
+    assert!(
+        results[2].1.starts_with("error (denied): fs-write: not run: the results of this reply's earlier calls"),
+        "{}",
+        results[2].1
+    );
+    assert!(!dir.path().join("late.txt").exists(), "the call after the bound ran");
+}
+
+#[test]
+fn a_redirect_to_another_origin_is_not_followed() {
+    let elsewhere = ModelServer::start(vec![Scripted::text("an answer from another origin")]);
+    let target = format!("{}/chat/completions", elsewhere.base_url());
+    let server = ModelServer::start(vec![Scripted::raw(302, "").header("Location", &target)]);
+    let mut model = client(&server);
+    let messages = [Message::User("hi".into())];
+    let error = model.send(&ModelRequest { messages: &messages, tools: None }).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Agent);
+    assert!(error.message().contains(&format!("redirects to {target}, another origin")), "{error}");
+    assert!(error.message().contains("does not follow redirects"), "{error}");
+    assert!(elsewhere.requests().is_empty(), "the conversation went to the other origin");
+    assert_eq!(server.requests().len(), 1, "not retried");
+}
+
+#[test]
+fn a_redirect_on_the_same_origin_is_not_followed_either() {
+    let server = ModelServer::start(vec![
+        Scripted::raw(307, "").header("Location", "/v2/chat/completions"),
+        Scripted::text("moved"),
+    ]);
+    let mut model = client(&server);
+    let messages = [Message::User("hi".into())];
+    let error = model.send(&ModelRequest { messages: &messages, tools: None }).unwrap_err();
+    assert!(error.message().contains("307 Temporary Redirect"), "{error}");
+    assert!(error.message().contains("redirects to /v2/chat/completions, on the same origin"), "{error}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_reply_that_is_not_utf8_is_reported_with_the_byte_and_its_offset() {
+    let body: &[u8] = b"{\"choices\":[{\"message\":{\"content\":\"caf\xe9\"}}]}";
+    let server = ModelServer::start(vec![Scripted::bytes(200, body)]);
+    let mut model = client(&server);
+    let messages = [Message::User("hi".into())];
+    let error = model.send(&ModelRequest { messages: &messages, tools: None }).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Agent);
+    let at = body.iter().position(|b| *b == 0xe9).unwrap();
+    assert!(error.message().contains("not UTF-8"), "{error}");
+    assert!(error.message().contains(&format!("byte 0xe9 at offset {at} of {} bytes", body.len())), "{error}");
+    assert!(error.message().contains("caf"), "the text before it: {error}");
+}
+
 // ---- `toolhost agent` as a real process ----
 
 fn stderr(o: &Output) -> String {
@@ -648,4 +841,23 @@ fn on_a_terminal_the_agent_shows_the_preview_and_takes_the_answer() {
         assert!(result.contains(told), "{result}");
         assert!(screen.contains("over"), "{screen}");
     }
+}
+
+#[test]
+fn agent_takes_max_calls_per_reply_from_the_config() {
+    let dir = workspace(&[]);
+    let file = |i: usize| json!({"path": format!("out/{i}.txt"), "content": "x"}).to_string();
+    let (a, b, c) = (file(0), file(1), file(2));
+    let server = ModelServer::start(vec![
+        Scripted::calls(&[("c0", "fs-write", &a), ("c1", "fs-write", &b), ("c2", "fs-write", &c)]),
+        Scripted::text("done"),
+    ]);
+    let home = Home::new();
+    let config = format!("[provider]\nbase_url = \"{}\"\nmodel = \"m\"\nmax_calls_per_reply = 2\n", server.base_url());
+    write(&home.toolhost_config_dir(), "config.toml", &config);
+    let out = run(&home, dir.path(), &["agent", "Write three files."]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read_dir(dir.path().join("out")).unwrap().count(), 2);
+    let results = tool_results(&server.requests()[1]);
+    assert!(results[2].1.contains("not run") && results[2].1.contains("at most 2"), "{}", results[2].1);
 }

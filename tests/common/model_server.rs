@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 pub struct Scripted {
     status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    body: Vec<u8>,
 }
 
 impl Scripted {
@@ -47,7 +47,12 @@ impl Scripted {
 
     /// Any status with any body.
     pub fn raw(status: u16, body: &str) -> Scripted {
-        Scripted { status, headers: Vec::new(), body: body.to_string() }
+        Scripted::bytes(status, body.as_bytes())
+    }
+
+    /// Any status with a body of any bytes, UTF-8 or not.
+    pub fn bytes(status: u16, body: &[u8]) -> Scripted {
+        Scripted { status, headers: Vec::new(), body: body.to_vec() }
     }
 
     /// Adds a response header.
@@ -166,7 +171,7 @@ fn write_answer(stream: &mut TcpStream, answer: &Scripted) -> std::io::Result<()
     }
     head.push_str("\r\n");
     stream.write_all(head.as_bytes())?;
-    stream.write_all(answer.body.as_bytes())?;
+    stream.write_all(&answer.body)?;
     stream.flush()
 }
 

@@ -98,3 +98,84 @@ fn a_bad_glob_is_refused_when_the_rule_is_made() {
     assert_eq!(err.kind().as_str(), "config_error");
     assert!(Rule::new("fs-*", Action::Deny).unwrap().path("a/{b").is_err());
 }
+
+fn secrets_workspace() -> tempfile::TempDir {
+    let dir = workspace(&[
+        ("secrets/key.pem", "KEY-MATERIAL\n"),
+        ("secrets/deep/other.txt", "KEY-MATERIAL deeper\n"),
+        ("src/main.rs", "fn main() {} // KEY-MATERIAL is not here\n"),
+        ("notes/private.txt", "KEY-MATERIAL in a note\n"),
+    ]);
+    std::os::unix::fs::symlink(dir.path().join("secrets"), dir.path().join("link")).unwrap();
+    dir
+}
+
+#[test]
+fn a_rule_for_a_folder_s_contents_covers_the_folder_itself_however_it_is_named() {
+    let dir = secrets_workspace();
+    let rule = Rule::new("fs-*", Action::Deny).unwrap().path("secrets/**").unwrap().reason("secrets stay private");
+    let mut host = guarded(&dir, Guard::default().rule(rule));
+    let absolute = dir.path().join("secrets").display().to_string();
+    for path in ["secrets", "secrets/", "./secrets", "link", "link/", "secrets/deep", absolute.as_str()] {
+        let record = host.call("fs-list", json!({"path": path}));
+        let (kind, message) = err_of(&record);
+        assert_eq!(kind, "denied", "fs-list {path}");
+        assert!(message.contains("secrets stay private"), "fs-list {path}: {message}");
+    }
+    assert!(host.eval(r#"(fs-list "link")"#).is_err());
+    // A rule on a folder covers what is in it.
+    let folder = Rule::new("fs-read", Action::Deny).unwrap().path("notes").unwrap();
+    let mut host = guarded(&dir, Guard::default().rule(folder));
+    assert_eq!(err_of(&host.call("fs-read", json!({"path": "notes/private.txt"}))).0, "denied");
+    assert!(ok_text(&host.call("fs-read", json!({"path": "src/main.rs"}))).contains("fn main"));
+}
+
+#[test]
+fn listings_and_searches_leave_out_what_path_rules_hide_warm_or_cold() {
+    let dir = secrets_workspace();
+    let guard = Guard::default()
+        .rule(Rule::new("*", Action::Deny).unwrap().path("secrets/**").unwrap())
+        // Nobody can be asked about each entry of a listing: a confirm rule hides too.
+        .rule(Rule::new("*", Action::Confirm).unwrap().path("notes/private.txt").unwrap());
+    let mut host = guarded(&dir, guard);
+    let listing = ok_text(&host.call("fs-list", json!({"path": ".", "depth": 5})));
+    assert!(listing.contains("src/") && listing.contains("main.rs") && listing.contains("notes/"), "{listing}");
+    for hidden in ["secrets", "key.pem", "deep", "other.txt", "private.txt"] {
+        assert!(!listing.contains(hidden), "fs-list shows {hidden}:\n{listing}");
+    }
+    // The symlink is listed as what it is (a link, not followed), never as the folder's contents.
+    assert!(listing.contains("link\n"), "{listing}");
+    let expected = "src/main.rs:1:fn main() {} // KEY-MATERIAL is not here\n";
+    let searches = |host: &mut toolhost::Host| {
+        for glob in [None, Some("secrets/**"), Some("secrets/"), Some("*.pem"), Some("link/**"), Some("*.txt")] {
+            let arguments = match glob {
+                Some(glob) => json!({"pattern": "KEY-MATERIAL", "glob": glob}),
+                None => json!({"pattern": "KEY-MATERIAL"}),
+            };
+            let found = ok_text(&host.call("index-grep", arguments));
+            let wanted = if glob.is_none() { expected } else { "no matches\n" };
+            assert_eq!(found, wanted, "index-grep with glob {glob:?}");
+        }
+        let total = host.eval_to_string(r#"(hash-ref (grep-matches "KEY-MATERIAL") "total")"#).unwrap();
+        assert_eq!(total, "1");
+    };
+    searches(&mut host);
+    assert!(host.search_index().wait_ready(std::time::Duration::from_secs(60)), "{:?}", host.search_index().stats());
+    searches(&mut host);
+    assert_eq!(host.search_index().stats().state, "ready");
+}
+
+#[test]
+fn a_confirmed_listing_shows_what_its_own_rule_covers_and_hides_the_rest() {
+    let dir = secrets_workspace();
+    let guard = Guard::default()
+        .rule(Rule::new("fs-list", Action::Confirm).unwrap().path("secrets/**").unwrap())
+        .rule(Rule::new("fs-list", Action::Deny).unwrap().path("secrets/deep/**").unwrap())
+        .confirmer(toolhost::guard::always_yes("test-person"));
+    let mut host = guarded(&dir, guard);
+    let inside = ok_text(&host.call("fs-list", json!({"path": "secrets"})));
+    assert!(inside.contains("key.pem"), "{inside}");
+    assert!(!inside.contains("deep") && !inside.contains("other.txt"), "{inside}");
+    let above = ok_text(&host.call("fs-list", json!({"path": "."})));
+    assert!(!above.contains("secrets") && !above.contains("key.pem"), "{above}");
+}

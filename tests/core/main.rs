@@ -8,6 +8,7 @@
 mod common;
 
 mod authoring;
+mod bindings;
 mod builtin_tools;
 mod call_path;
 mod config;

@@ -355,7 +355,7 @@ fn a_tool_defined_by_two_files_keeps_the_first_definition_in_scheme_and_json() {
     let mut host = HostBuilder::new(dir.path()).tool_dir(dir.path().join("tools")).build().unwrap();
     let errors: Vec<String> = host.load_errors().iter().map(|e| e.to_string()).collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].contains("b.scm:1:") && errors[0].contains("\"dup\" is already registered"), "{errors:?}");
+    assert!(errors[0].contains("b.scm:1:") && errors[0].contains("`dup` is a tool"), "{errors:?}");
     assert_eq!(host.eval_to_string("(dup)").unwrap(), "first");
     assert_eq!(ok_text(&host.call_json("dup", "{}")), "first");
     // After a reload, the same.

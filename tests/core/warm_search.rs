@@ -136,6 +136,13 @@ fn warm_answers_equal_cold_answers_through_every_kind_of_change() {
     std::fs::write(root.join("latin1.txt"), b"needle caf\xe9 \xff\n").expect("write");
     let copied = copy_real_files(&root, 400);
     assert!(copied > 50, "only {copied} real files to search");
+    // Behind the index's back from before it is built: a file with a second name outside the tree,
+    // and a file another process keeps mapped for writing.
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("linked-early.txt"), "a file with two names\n").expect("write");
+    std::fs::hard_link(outside.path().join("linked-early.txt"), root.join("linked-early.txt")).expect("link");
+    std::fs::write(root.join("mapped-early.txt"), "x".repeat(64)).expect("write");
+    let mut early_map = Mapping::new(&root.join("mapped-early.txt"), false);
     let mut warm = host(&dir);
     let mut cold = host(&dir);
     cold.search_index().disable();
@@ -167,7 +174,6 @@ fn warm_answers_equal_cold_answers_through_every_kind_of_change() {
     std::fs::create_dir_all(root.join("fresh/a/b/c")).expect("mkdir");
     std::fs::write(root.join("fresh/a/b/c/leaf.rs"), "fn needle_leaf() {}\n").expect("write");
     std::fs::write(root.join("fresh/a/top.md"), "needle top\n").expect("write");
-    let outside = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir_all(outside.path().join("pkg/src")).expect("mkdir");
     std::fs::write(outside.path().join("pkg/src/lib.rs"), "fn needle_from_outside() {}\n").expect("write");
     std::fs::rename(outside.path().join("pkg"), root.join("pkg")).expect("move in");
@@ -208,9 +214,138 @@ fn warm_answers_equal_cold_answers_through_every_kind_of_change() {
     let many: String = (0..500).map(|i| format!("x needle {i}\n")).collect();
     std::fs::write(root.join("many.txt"), many).expect("write");
     same_answers(&mut warm, &mut cold, "hidden files, symlinks, NUL bytes and a capped answer");
+
+    // Through a hard link outside the tree, made before the build and after it: no event names a
+    // path of the tree.
+    append(&outside.path().join("linked-early.txt"), "needle appended through the other name\n");
+    same_answers(&mut warm, &mut cold, "a file appended through its name outside the tree");
+    std::fs::write(root.join("src/linked-late.rs"), "// a file that gets a second name\n").expect("write");
+    same_answers(&mut warm, &mut cold, "a new file");
+    std::fs::hard_link(root.join("src/linked-late.rs"), outside.path().join("late.rs")).expect("link");
+    append(&outside.path().join("late.rs"), "fn needle_through_a_late_link() {}\n");
+    same_answers(&mut warm, &mut cold, "a file linked from outside after the build, appended there");
+    std::fs::write(outside.path().join("late.rs"), "// rewritten in place outside: no needle\n").expect("write");
+    same_answers(&mut warm, &mut cold, "a file rewritten through its name outside the tree");
+
+    // Through a shared memory map, which makes no event at all: mapped before the build (the
+    // descriptor kept) and after it (the descriptor closed, the mapping alone holding the file),
+    // written, written again in a page already dirty, then unmapped.
+    early_map.write(0, b"needle written through an early map");
+    same_answers(&mut warm, &mut cold, "a write through a map made before the build");
+    std::fs::write(root.join("mapped-late.txt"), "y".repeat(8192)).expect("write");
+    same_answers(&mut warm, &mut cold, "a file to map");
+    let mut late_map = Mapping::new(&root.join("mapped-late.txt"), true);
+    same_answers(&mut warm, &mut cold, "a file mapped for writing, not written yet");
+    late_map.write(100, b"NEEDLE in the map");
+    same_answers(&mut warm, &mut cold, "a write through a map made after the build");
+    late_map.write(100, b"needle! in the map");
+    same_answers(&mut warm, &mut cold, "a second write to the same page of the map");
+    drop(late_map);
+    drop(early_map);
+    same_answers(&mut warm, &mut cold, "the maps unmapped");
     let stats = warm.search_index().stats();
     assert!(stats.files > 50 && stats.text_bytes > 0, "{stats:?}");
     assert!(stats.index_bytes <= stats.text_bytes.max(16 << 20), "{stats:?}");
+}
+
+fn append(path: &Path, text: &str) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new().append(true).open(path).expect("open to append");
+    file.write_all(text.as_bytes()).expect("append");
+}
+
+/// A file mapped shared and writable, as a database or an editor might map it.
+struct Mapping {
+    file: Option<std::fs::File>,
+    at: *mut u8,
+    len: usize,
+}
+
+impl Mapping {
+    /// Maps `path` whole; with `close`, its descriptor is closed at once and the mapping alone
+    /// holds the file.
+    fn new(path: &Path, close: bool) -> Mapping {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(path).expect("open to map");
+        let len = file.metadata().expect("stat").len() as usize;
+        // SAFETY: a fresh shared mapping of a file this test owns, of its whole length.
+        let at = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(at, libc::MAP_FAILED, "mmap");
+        Mapping { file: (!close).then_some(file), at: at.cast(), len }
+    }
+
+    fn write(&mut self, offset: usize, bytes: &[u8]) {
+        assert!(offset + bytes.len() <= self.len);
+        // SAFETY: within the mapping, which lives until drop.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.at.add(offset), bytes.len()) };
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping `new` made.
+        unsafe { libc::munmap(self.at.cast(), self.len) };
+        self.file.take();
+    }
+}
+
+/// Runs in a child process of the test binary, with its own HOME and XDG_CONFIG_HOME: git's
+/// global files are the process's environment, and the real ones must not be touched.
+#[test]
+fn warm_answers_follow_the_global_git_excludes_file() {
+    const CHILD: &str = "TOOLHOST_TEST_GIT_GLOBAL_CHILD";
+    let Some(home) = std::env::var_os(CHILD) else {
+        let home = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(home.path().join("xdg")).expect("mkdir");
+        let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+            .args(["--exact", "warm_search::warm_answers_follow_the_global_git_excludes_file", "--test-threads=1"])
+            .env(CHILD, home.path())
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path().join("xdg"))
+            .env("GIT_CONFIG_SYSTEM", home.path().join("no-system-config"))
+            .env_remove("GIT_CONFIG_GLOBAL")
+            .output()
+            .expect("the test binary runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("1 passed"), "the child ran nothing: {stdout}");
+        return;
+    };
+    let home = PathBuf::from(home);
+    let dir = workspace(&[
+        ("src/lib.rs", "fn needle() {}\n"),
+        ("notes.log", "needle in a log\n"),
+        ("docs/readme.md", "needle in the docs\n"),
+    ]);
+    let mut warm = host(&dir);
+    let mut cold = host(&dir);
+    cold.search_index().disable();
+    answer(&mut warm, "needle", None);
+    assert!(warm.search_index().wait_ready(Duration::from_secs(60)), "{:?}", warm.search_index().stats());
+    same_answers(&mut warm, &mut cold, "the build, without global excludes");
+    // $XDG_CONFIG_HOME/git/ignore, in a folder that did not exist.
+    write(&home.join("xdg"), "git/ignore", "*.log\n");
+    assert!(!answer(&mut cold, "needle", None).contains("notes.log"), "the walker reads the global excludes");
+    same_answers(&mut warm, &mut cold, "a new global excludes file");
+    write(&home.join("xdg"), "git/ignore", "");
+    same_answers(&mut warm, &mut cold, "the global excludes file emptied");
+    // core.excludesFile in ~/.gitconfig names another file.
+    write(&home, "custom-ignore", "docs/\n");
+    write(&home, ".gitconfig", "[core]\n\texcludesFile = ~/custom-ignore\n");
+    same_answers(&mut warm, &mut cold, "core.excludesFile set");
+    write(&home, "custom-ignore", "*.rs\n");
+    same_answers(&mut warm, &mut cold, "the file core.excludesFile names changed");
+    std::fs::remove_file(home.join(".gitconfig")).expect("remove");
+    same_answers(&mut warm, &mut cold, "core.excludesFile gone");
 }
 
 #[test]
