@@ -2,6 +2,7 @@
 //! needs to act on it (tool, parameter, position). Conversion to a Scheme error lives in
 //! `crate::host`; conversion to the model-facing tool result lives in `crate::call`.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// What went wrong, as a stable name a model (and a log reader) can branch on.
@@ -118,7 +119,8 @@ impl fmt::Display for ErrorKind {
 ///
 /// The message is complete on its own (it already names the tool where that helps), so it can be
 /// shown to a model as is; `Display` puts `file:line: ` in front when there is a location. The
-/// structured fields are for code that wants to branch or log.
+/// structured fields are for code that wants to branch or log; [`Error::reason`] tells apart, by a
+/// stable name, refusals that share a kind (a log reader counts them without reading messages).
 #[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub struct Error {
     kind: ErrorKind,
@@ -131,6 +133,8 @@ pub struct Error {
     file: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     line: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<Cow<'static, str>>,
 }
 
 impl fmt::Display for Error {
@@ -146,7 +150,7 @@ impl fmt::Display for Error {
 impl Error {
     /// An error of `kind` with `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), tool: None, parameter: None, file: None, line: None }
+        Error { kind, message: message.into(), tool: None, parameter: None, file: None, line: None, reason: None }
     }
 
     /// A bad config file or flag.
@@ -183,6 +187,14 @@ impl Error {
         self
     }
 
+    /// Records why, finer than the kind, as a stable snake_case name: the call path's
+    /// `bad_arguments` refusals ([`crate::call::reason`]) and P-format's refusals
+    /// ([`crate::pformat::reason`]) carry one.
+    pub fn with_reason(mut self, reason: &'static str) -> Self {
+        self.reason = Some(Cow::Borrowed(reason));
+        self
+    }
+
     /// The stable kind.
     pub fn kind(&self) -> ErrorKind {
         self.kind
@@ -206,6 +218,19 @@ impl Error {
     /// The file the error points at, if any.
     pub fn file(&self) -> Option<&str> {
         self.file.as_deref()
+    }
+
+    /// Why, finer than the kind, when the place that refused says (see [`Error::with_reason`]).
+    ///
+    /// ```
+    /// use toolhost::HostBuilder;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut host = HostBuilder::new(dir.path()).build().unwrap();
+    /// let record = host.call_json("fs-read", r#"{"path": "a.txt", "path": "b.txt"}"#);
+    /// assert_eq!(record.result.unwrap_err().reason(), Some("duplicate_key"));
+    /// ```
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
     }
 
     /// The 1-based line of [`Error::file`] the error points at, when it can be told.
