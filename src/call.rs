@@ -193,6 +193,8 @@ pub mod reason {
     pub const NOT_JSON: &str = "not_json";
     /// The arguments are JSON, but not an object (nor a string holding one).
     pub const NOT_AN_OBJECT: &str = "not_an_object";
+    /// Every reason, in the order reports list them.
+    pub const ALL: [&str; 3] = [DUPLICATE_KEY, NOT_JSON, NOT_AN_OBJECT];
 }
 
 /// Runs the host's work for a call whose arguments are checked and guarded.

@@ -1,5 +1,5 @@
 //! The `toolhost` command line (design section 13): `repl`, `eval`, `run`, `call`, `tools`,
-//! `pformat parse`, `trust`, `untrust` and `mcp`, with the common `--root`, `--config`, `--tools` and
+//! `pformat parse`, `trust`, `untrust`, `mcp` and `stats`, with the common `--root`, `--config`, `--tools` and
 //! `--yes` flags. These forms are a stable interface. Exit codes: 0 done, 1 the command failed (a
 //! call's error, a script's error), 2 the settings are wrong (a bad config file, a missing folder).
 
@@ -126,6 +126,9 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
     /// Run Scheme test files (*_test.scm beside the tools) in a copy of the workspace; ends with
     /// `N passed, N failed`, exit 1 on any failure.
     Test(crate::scheme_test::TestArgs),
+    /// Count what session logs say: sessions, calls by tool, refused shapes, tidy repairs, guard
+    /// decisions, shell reads the file tools would have served, code mode.
+    Stats(crate::stats::StatsArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -197,6 +200,7 @@ pub fn main() -> i32 {
         Command::Mcp => return crate::mcp::serve(&flags),
         Command::Check(args) => return crate::check::command(&flags, args),
         Command::Test(args) => return crate::scheme_test::command(&flags, args),
+        Command::Stats(args) => return crate::stats::command::command(args),
         _ => {}
     }
     if let Command::Worker { rust_tools } = cli.command {
@@ -291,7 +295,7 @@ pub fn main() -> i32 {
             0
         }
         Command::Trust | Command::Untrust | Command::Agent(_) | Command::Replay(_) | Command::Mcp => 0,
-        Command::Check(_) | Command::Test(_) | Command::Worker { .. } => 0,
+        Command::Check(_) | Command::Test(_) | Command::Stats(_) | Command::Worker { .. } => 0,
     }
 }
 

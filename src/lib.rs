@@ -72,6 +72,7 @@
 //! | [`agent`] | the agent loop: the model client, the loop, the session log and replay |
 //! | [`mcp`] | MCP both ways: `[[mcp]]` servers' tools as primitives, and `toolhost mcp` |
 //! | [`check`], [`scheme_test`] | the tool author's `toolhost check` and `toolhost test` |
+//! | [`stats`] | `toolhost stats`: what session logs say, counted |
 //! | [`repl`], [`cli`] | the REPL and the command line |
 
 pub mod agent;
@@ -97,6 +98,7 @@ pub mod scheme_test;
 pub mod search_index;
 pub mod setup;
 pub mod spec;
+pub mod stats;
 pub mod strict;
 pub mod tidy;
 mod tools;

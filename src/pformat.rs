@@ -80,6 +80,22 @@ pub mod reason {
     pub const JSON_FORM: &str = "json_form";
     /// More tags in one reply than are read.
     pub const TOO_MANY_TAGS: &str = "too_many_tags";
+    /// Every reason, in the order reports list them.
+    pub const ALL: [&str; 13] = [
+        POSITIONAL,
+        ODD_TOKENS,
+        NO_SUCH_SLOT,
+        BAD_ESCAPE,
+        NO_CLOSING_BRACKET,
+        TEXT_AFTER_BRACKET,
+        NO_BRACKETS,
+        ANY_NOT_JSON,
+        UNCLOSED_TAG,
+        EMPTY_TAG,
+        NO_TOOL_NAME,
+        JSON_FORM,
+        TOO_MANY_TAGS,
+    ];
 }
 
 const OPEN: &str = "<tool_call>";
