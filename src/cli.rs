@@ -1,5 +1,5 @@
 //! The `toolhost` command line (design section 13): `repl`, `eval`, `run`, `call`, `tools`,
-//! `pformat parse`, `trust`, `untrust`, `mcp` and `stats`, with the common `--root`, `--config`, `--tools` and
+//! `pformat parse`, `trust`, `untrust` and `mcp`, with the common `--root`, `--config`, `--tools` and
 //! `--yes` flags. These forms are a stable interface. Exit codes: 0 done, 1 the command failed (a
 //! call's error, a script's error), 2 the settings are wrong (a bad config file, a missing folder).
 
@@ -128,6 +128,7 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
     Test(crate::scheme_test::TestArgs),
     /// Count what session logs say: sessions, calls by tool, refused shapes, tidy repairs, guard
     /// decisions, shell reads the file tools would have served, code mode.
+    #[command(long_about = crate::stats::command::LONG_ABOUT)]
     Stats(crate::stats::StatsArgs),
 }
 

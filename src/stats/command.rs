@@ -6,18 +6,34 @@ use std::path::PathBuf;
 
 use clap::ValueEnum;
 
+/// `toolhost stats --help` beyond its first line.
+pub const LONG_ABOUT: &str = "Count what session logs say.
+
+Logs are the files `toolhost agent --log` writes; a folder is searched for .jsonl files; - reads \
+standard input. The report has, in order:
+  Sessions       count; turns and calls per session (median, max); how each ended; tokens where \
+the log has usage
+  Calls by tool  count, errors by kind, median and 95th-percentile time
+  Refused shapes unknown argument names, missing arguments, wrong types (with the names), bad \
+arguments (duplicate_key, not_json, not_an_object), unknown tools (with the names), P-format \
+refusals by reason
+  Tidy repairs   by kind: arguments_json_string, json_text_parameter, numeric_string, \
+boolean_string, strict_null_dropped
+  Guard          denials by rule, confirmations asked and how they were answered
+  Shell reads    shell-exec commands that read files a file tool would have served (cat, head, \
+tail, sed -n, grep, rg, find, ls, python -c with open, wc, ...), by pattern with examples, beside \
+the fs-read, index-grep and fs-list calls
+  Code mode      programs, nested calls per program, errors, where the logs have them
+
+Lines that do not read (a last line cut short, lines that are not JSON or not UTF-8, entries of \
+other log formats) are counted and skipped, never fatal. --format json prints one object of a \
+stable shape (see the README).
+
+Exit codes: 0 the report was printed; 1 it was printed, but an input could not be read; 2 the \
+arguments are wrong.";
+
 /// `toolhost stats`'s flags.
 #[derive(clap::Args, Debug)]
-#[command(long_about = "Count what session logs say: sessions (turns, calls, how they ended, tokens where the log \
-has usage), calls by tool (errors by kind, median and 95th-percentile time), calls refused for the shape of \
-their arguments (unknown argument names, missing arguments, wrong types, bad arguments, unknown tools, \
-P-format refusals), tidy repairs by kind, the guard's denials and confirmations, shell-exec commands that \
-read files the file tools would have served (by pattern, with examples, beside the fs-read, index-grep and \
-fs-list calls), and code-mode programs where the logs have them.
-
-Logs are the files `toolhost agent --log` writes; a folder is searched for .jsonl files; - reads standard \
-input. Lines that do not read (a last line cut short, corrupt lines, entries of other log formats) are \
-counted and skipped, never fatal.")]
 pub struct StatsArgs {
     /// Session logs: files, folders (searched for .jsonl files), or - for standard input.
     #[arg(value_name = "LOG", required = true)]

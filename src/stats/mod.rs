@@ -144,9 +144,9 @@ pub use tally::Tally;
 /// Reads every log `paths` name (files, folders searched for `.jsonl` files, `-` for standard
 /// input) and reports what they say.
 pub fn stats<P: AsRef<Path>>(paths: &[P]) -> Report {
-    let mut tally = Tally::new();
-    for path in paths {
-        input::read_path(&mut tally, path.as_ref());
-    }
-    Report::new(&tally)
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS));
+    Report::new(&input::read_all(&input::sources(paths), threads))
 }
+
+/// The most threads logs are read on (reading is bound by parsing, one core per thread).
+const MAX_THREADS: usize = 8;

@@ -538,6 +538,17 @@ impl Report {
                 plural(old, "session is", "sessions are")
             );
         }
+        let current = crate::agent::log::LOG_VERSION;
+        for (version, count) in &inputs.log_versions {
+            let count = count.as_u64().unwrap_or(0);
+            if version.parse::<u32>().is_ok_and(|v| v > current) {
+                let _ = writeln!(
+                    out,
+                    "{count} {} from log format {version}, newer than this toolhost's ({current}): what it knows is counted",
+                    plural(count, "session is", "sessions are")
+                );
+            }
+        }
         for unreadable in &inputs.unreadable {
             let _ = writeln!(out, "could not read {}: {}", unreadable.path, unreadable.error);
         }

@@ -353,12 +353,10 @@ fn command_from_words(words: Vec<String>, piped: bool, given_files: bool, out: &
         return;
     }
     if SHELLS.contains(&name) {
-        // `bash -lc "cat a"` runs the commands of its string.
-        let mut rest = words.iter().skip(1);
-        let code_follows =
-            rest.by_ref().take_while(|w| w.starts_with('-')).any(|w| !w.starts_with("--") && w.contains('c'));
-        let code = words.iter().skip(1).find(|w| !w.starts_with('-'));
-        if let (true, Some(code)) = (code_follows, code) {
+        // `bash -lc "cat a"` runs the commands of its string: the first word after its options.
+        let mut options = words[1..].iter().take_while(|w| w.starts_with('-'));
+        let runs_string = options.any(|w| !w.starts_with("--") && w.contains('c'));
+        if let (true, Some(code)) = (runs_string, words[1..].iter().find(|w| !w.starts_with('-'))) {
             if let Ok(commands) = simple_commands(code) {
                 out.extend(commands);
             }

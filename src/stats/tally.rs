@@ -61,6 +61,13 @@ impl Distribution {
     pub fn max(&self) -> u64 {
         self.max
     }
+
+    /// Adds every value of `other`.
+    pub fn merge(&mut self, other: &Distribution) {
+        // Both histograms have the same precision and grow to fit: adding cannot fail.
+        let _ = self.histogram.add(&other.histogram);
+        self.max = self.max.max(other.max);
+    }
 }
 
 /// Names (argument names, tools) counted, each with the tools it came with.
@@ -73,6 +80,15 @@ pub struct Names {
 }
 
 impl Names {
+    fn merge(&mut self, other: Names) {
+        self.count += other.count;
+        for (name, (count, tools)) in other.names {
+            let (mine, my_tools) = self.names.entry(name).or_default();
+            *mine += count;
+            merge_counts(my_tools, tools);
+        }
+    }
+
     fn add(&mut self, name: &str, tool: &str) {
         self.count += 1;
         let (count, tools) = self.names.entry(name.to_string()).or_default();
@@ -83,6 +99,12 @@ impl Names {
 
 /// Counts by a name.
 pub type Counts = BTreeMap<String, u64>;
+
+fn merge_counts(counts: &mut Counts, other: Counts) {
+    for (name, count) in other {
+        *counts.entry(name).or_default() += count;
+    }
+}
 
 fn bump(counts: &mut Counts, name: &str) {
     match counts.get_mut(name) {
@@ -217,6 +239,72 @@ impl Tally {
     /// Nothing counted yet.
     pub fn new() -> Self {
         Tally { patterns: vec![PatternCount::default(); PATTERNS.len()], ..Tally::default() }
+    }
+
+    /// Adds the counts of `later`, whose logs come after this one's (its examples are kept only
+    /// where this one has room for more). Both must be between sessions ([`Tally::finish`]).
+    pub fn merge(&mut self, later: Tally) {
+        self.logs += later.logs;
+        self.lines += later.lines;
+        for (why, count) in later.skipped {
+            *self.skipped.entry(why).or_default() += count;
+        }
+        self.unreadable.extend(later.unreadable);
+        merge_counts(&mut self.versions, later.versions);
+        self.sessions += later.sessions;
+        self.turns.merge(&later.turns);
+        self.session_calls.merge(&later.session_calls);
+        merge_counts(&mut self.ended, later.ended);
+        merge_counts(&mut self.end_errors, later.end_errors);
+        let (tokens, more) = (&mut self.tokens, later.tokens);
+        tokens.sessions += more.sessions;
+        tokens.turns += more.turns;
+        tokens.input += more.input;
+        tokens.output += more.output;
+        tokens.cached += more.cached;
+        tokens.per_session_input.merge(&more.per_session_input);
+        tokens.per_session_output.merge(&more.per_session_output);
+        for (tool, calls) in later.tools {
+            let mine = self.tools.entry(tool).or_default();
+            mine.calls += calls.calls;
+            merge_counts(&mut mine.errors, calls.errors);
+            mine.time_us.merge(&calls.time_us);
+        }
+        self.unknown_argument.merge(later.unknown_argument);
+        self.missing_argument.merge(later.missing_argument);
+        self.wrong_type.merge(later.wrong_type);
+        self.unknown_tool.merge(later.unknown_tool);
+        merge_counts(&mut self.bad_arguments, later.bad_arguments);
+        merge_counts(&mut self.pformat, later.pformat);
+        merge_counts(&mut self.repairs, later.repairs);
+        merge_counts(&mut self.denials, later.denials);
+        for (by, (yes, no)) in later.confirmations {
+            let mine = self.confirmations.entry(by).or_default();
+            mine.0 += yes;
+            mine.1 += no;
+        }
+        self.shell_exec += later.shell_exec;
+        self.shell_commands += later.shell_commands;
+        self.unsplittable += later.unsplittable;
+        self.reading += later.reading;
+        for (mine, more) in self.patterns.iter_mut().zip(later.patterns) {
+            mine.count += more.count;
+            for example in more.examples {
+                if mine.examples.len() < EXAMPLES && !mine.examples.contains(&example) {
+                    mine.examples.push(example);
+                }
+            }
+        }
+        for (tool, (reads, calls)) in later.file_tools {
+            let mine = self.file_tools.entry(tool).or_default();
+            mine.0 += reads;
+            mine.1 += calls;
+        }
+        self.programs += later.programs;
+        merge_counts(&mut self.program_errors, later.program_errors);
+        self.nested_calls.merge(&later.nested_calls);
+        merge_counts(&mut self.nested_tools, later.nested_tools);
+        merge_counts(&mut self.nested_errors, later.nested_errors);
     }
 
     /// Counts a line that did not read.

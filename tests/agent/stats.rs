@@ -386,6 +386,11 @@ fn stats_prints_tables_and_reads_standard_input() {
     let table = text.lines().find(|l| l.trim_start().starts_with("unknown argument names")).unwrap();
     assert!(table.contains("limit 1, offset 1"), "{table}");
 
+    // The help says what is counted; a missing LOG is a usage error.
+    let help = run(&home, logs.path(), &["stats", "--help"], None);
+    assert!(stdout(&help).contains("Shell reads") && stdout(&help).contains("--format"), "{}", stdout(&help));
+    assert_eq!(run(&home, logs.path(), &["stats"], None).status.code(), Some(2));
+
     // `-` reads one log from standard input.
     let one = std::fs::read_to_string(&paths[1]).unwrap();
     let out = run(&home, logs.path(), &["stats", "--format", "json", "-"], Some(&one));
@@ -458,6 +463,20 @@ fn cut_corrupt_and_old_logs_are_counted_as_such_and_never_stop_the_report() {
     }
     write_lines(&logs.path().join("old.jsonl"), &old.iter().map(Value::to_string).collect::<Vec<_>>());
 
+    // A log from a newer format: what this toolhost knows of it is counted, an entry type it does
+    // not know is skipped as such.
+    let mut newer: Vec<String> = entries(&paths[1])
+        .into_iter()
+        .map(|mut e| {
+            if e["type"] == "session" {
+                e["version"] = json!(3);
+            }
+            e.to_string()
+        })
+        .collect();
+    newer.insert(1, json!({"type": "checkpoint", "turn": 0, "state": {}}).to_string());
+    write_lines(&logs.path().join("newer.jsonl"), &newer);
+
     // Files that are not logs, and an empty log.
     write(logs.path(), "notes.txt", "not a log\n");
     write(logs.path(), "empty.jsonl", "");
@@ -466,31 +485,32 @@ fn cut_corrupt_and_old_logs_are_counted_as_such_and_never_stop_the_report() {
     let report = stats_json(&[&logs.path().display().to_string(), &missing], 1);
 
     let inputs = &report["inputs"];
-    assert_eq!(inputs["logs"], 4, "cut, damaged, old and empty; notes.txt is not a .jsonl: {inputs}");
+    assert_eq!(inputs["logs"], 5, "cut, damaged, old, newer and empty; notes.txt is not a .jsonl: {inputs}");
     assert_eq!(
         inputs["skipped"],
-        json!({"total": 5, "truncated": 1, "not_utf8": 1, "not_json": 1, "unknown_type": 1, "malformed": 1})
+        json!({"total": 6, "truncated": 1, "not_utf8": 1, "not_json": 1, "unknown_type": 2, "malformed": 1})
     );
     assert_eq!(inputs["unreadable"], json!([{"path": missing, "error": "no such file or folder"}]));
-    assert_eq!(inputs["log_versions"], json!({"1": 1, "2": 2}));
+    assert_eq!(inputs["log_versions"], json!({"1": 1, "2": 2, "3": 1}));
 
     let sessions = &report["sessions"];
-    assert_eq!(sessions["count"], 3);
+    assert_eq!(sessions["count"], 4);
     assert_eq!(
         sessions["ended"],
-        json!({"answered": 2, "max_turns": 0, "interrupted": 0, "error": 0, "unfinished": 1})
+        json!({"answered": 3, "max_turns": 0, "interrupted": 0, "error": 0, "unfinished": 1})
     );
     // The cut log lost its last call (f10, index-grep) and its end: its turns are the highest seen.
-    assert_eq!(sessions["calls"], json!({"median": 28, "max": 28}));
-    assert_eq!(report["calls"]["total"], 28 * 3 - 1);
-    assert_eq!(sessions["turns"], json!({"median": 5, "max": 5}));
+    // Calls 27, 28, 28 and the newer log's 2; turns 4, 5, 5 and 2.
+    assert_eq!(sessions["calls"], json!({"median": 27, "max": 28}));
+    assert_eq!(report["calls"]["total"], 28 * 3 - 1 + 2);
+    assert_eq!(sessions["turns"], json!({"median": 4, "max": 5}));
 
     // The old log's repairs are read from what its strings became; its reasons are unclassified.
     let tidy = &report["tidy"]["kinds"];
     assert_eq!(
         tidy,
         &json!({"arguments_json_string": 3, "json_text_parameter": 3, "numeric_string": 6, "boolean_string": 3,
-            "strict_null_dropped": 0})
+            "strict_null_dropped": 3})
     );
     assert_eq!(
         report["refused"]["bad_arguments"]["reasons"],
@@ -502,8 +522,9 @@ fn cut_corrupt_and_old_logs_are_counted_as_such_and_never_stop_the_report() {
     let out = run(&Home::new(), logs.path(), &["stats", ".", &missing], None);
     assert_eq!(out.status.code(), Some(1));
     let text = stdout(&out);
-    assert!(text.contains("5 skipped (truncated 1, not_utf8 1, not_json 1, unknown_type 1, malformed 1)"), "{text}");
+    assert!(text.contains("6 skipped (truncated 1, not_utf8 1, not_json 1, unknown_type 2, malformed 1)"), "{text}");
     assert!(text.contains("1 session is from log format 1"), "{text}");
+    assert!(text.contains("1 session is from log format 3, newer than this toolhost's (2)"), "{text}");
     assert!(stderr(&out).contains("could not read") && stderr(&out).contains("no-such-log.jsonl"), "{}", stderr(&out));
 }
 
@@ -583,4 +604,21 @@ fn usage_and_code_mode_are_counted_where_the_log_has_them_in_the_documented_shap
     let text = stdout(&out);
     assert!(text.contains("tokens (1 session with usage, 2 turns): input 2200 (cached 900), output 80"), "{text}");
     assert!(text.contains("Code mode: 2 programs, 1 failed (script_error 1); 3 nested calls"), "{text}");
+}
+
+#[test]
+fn reading_on_several_threads_reports_what_one_thread_does() {
+    let logs = tempfile::tempdir().unwrap();
+    let paths = record_sessions(logs.path());
+    // Each log twice, and a path that does not exist between them: the order must hold too.
+    let mut named: Vec<PathBuf> = paths.clone();
+    named.push(logs.path().join("missing.jsonl"));
+    named.extend(paths.iter().rev().cloned());
+    let sources = toolhost::stats::input::sources(&named);
+    let one = toolhost::stats::Report::new(&toolhost::stats::input::read_all(&sources, 1)).to_json();
+    assert_eq!(one["sessions"]["count"], 12);
+    for threads in [2, 3, 5, 13] {
+        let many = toolhost::stats::Report::new(&toolhost::stats::input::read_all(&sources, threads)).to_json();
+        assert_eq!(many, one, "{threads} threads");
+    }
 }
