@@ -12,7 +12,7 @@ use steel::rvals::SteelVal;
 
 use crate::args;
 use crate::bridge::Shared;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::guard::Decision;
 use crate::registry::Primitive;
 use crate::tidy::{self, Repair};
@@ -185,18 +185,6 @@ impl CallRecord {
     }
 }
 
-/// The [`Error::reason`]s of the call path's `bad_arguments` refusals.
-pub mod reason {
-    /// The arguments' object gives a key more than once.
-    pub const DUPLICATE_KEY: &str = "duplicate_key";
-    /// The arguments are not JSON.
-    pub const NOT_JSON: &str = "not_json";
-    /// The arguments are JSON, but not an object (nor a string holding one).
-    pub const NOT_AN_OBJECT: &str = "not_an_object";
-    /// Every reason, in the order reports list them.
-    pub const ALL: [&str; 3] = [DUPLICATE_KEY, NOT_JSON, NOT_AN_OBJECT];
-}
-
 /// Runs the host's work for a call whose arguments are checked and guarded.
 pub(crate) type Runner<'a> = dyn FnMut(&Arc<Primitive>, Vec<SteelVal>) -> Result<SteelVal> + 'a;
 
@@ -227,7 +215,7 @@ pub(crate) fn run_parts(
                     ),
                 )
                 .with_tool(tool)
-                .with_reason(reason::DUPLICATE_KEY)),
+                .with_reason(Reason::DuplicateKey)),
                 None => steps(shared, tool, &arguments, options, &mut record, runner),
             };
             record.arguments = arguments;
@@ -240,7 +228,7 @@ pub(crate) fn run_parts(
                 format!("{tool}: the arguments are not valid JSON ({e}); send an object of parameter names to values"),
             )
             .with_tool(tool)
-            .with_reason(reason::NOT_JSON));
+            .with_reason(Reason::NotJson));
             record
         }
     };
@@ -378,7 +366,7 @@ fn steps(
             ),
         )
         .with_tool(name)
-        .with_reason(reason::NOT_AN_OBJECT));
+        .with_reason(Reason::NotAnObject));
     };
     let values = args::args_from_json(primitive.signature(), map)?;
     let decision = shared.guard.judge(&shared.ctx, &primitive, &values)?;

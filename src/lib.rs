@@ -44,7 +44,7 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`error`] | the error type and its stable kinds |
+//! | [`error`] | the error type, its stable kinds and refusal reasons |
 //! | [`param`] | parameter types, parameters, signatures and their rules |
 //! | [`value`] | JSON <-> Scheme values, typed empty values |
 //! | [`args`] | JSON arguments and Scheme calls to the positional values handlers see |

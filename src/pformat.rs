@@ -48,55 +48,9 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Reason};
 use crate::param::{Param, ParamType, Signature};
 use crate::spec::{SpecSet, ToolSpec};
-
-/// Why a tag was refused, as [`Error::reason`] gives it: stable names, which session logs keep.
-pub mod reason {
-    /// The values are written by position without slot numbers (the old bare form).
-    pub const POSITIONAL: &str = "positional";
-    /// An odd number of tokens that is not the bare form (most often a `|` in a value, unescaped).
-    pub const ODD_TOKENS: &str = "odd_tokens";
-    /// A slot number the tool has no parameter for.
-    pub const NO_SUCH_SLOT: &str = "no_such_slot";
-    /// A backslash that is not one of the three escapes.
-    pub const BAD_ESCAPE: &str = "bad_escape";
-    /// The arguments have no closing `]`.
-    pub const NO_CLOSING_BRACKET: &str = "no_closing_bracket";
-    /// Text after the closing `]`.
-    pub const TEXT_AFTER_BRACKET: &str = "text_after_bracket";
-    /// The tool's name without `[ ]`.
-    pub const NO_BRACKETS: &str = "no_brackets";
-    /// A value for an `any` slot that is not JSON.
-    pub const ANY_NOT_JSON: &str = "any_not_json";
-    /// A tag not closed before the next tag or the end of the reply.
-    pub const UNCLOSED_TAG: &str = "unclosed_tag";
-    /// A tag with nothing in it.
-    pub const EMPTY_TAG: &str = "empty_tag";
-    /// A tag with arguments but no tool name.
-    pub const NO_TOOL_NAME: &str = "no_tool_name";
-    /// A JSON tag that is not `{"name": ..., "arguments": {...}}`.
-    pub const JSON_FORM: &str = "json_form";
-    /// More tags in one reply than are read.
-    pub const TOO_MANY_TAGS: &str = "too_many_tags";
-    /// Every reason, in the order reports list them.
-    pub const ALL: [&str; 13] = [
-        POSITIONAL,
-        ODD_TOKENS,
-        NO_SUCH_SLOT,
-        BAD_ESCAPE,
-        NO_CLOSING_BRACKET,
-        TEXT_AFTER_BRACKET,
-        NO_BRACKETS,
-        ANY_NOT_JSON,
-        UNCLOSED_TAG,
-        EMPTY_TAG,
-        NO_TOOL_NAME,
-        JSON_FORM,
-        TOO_MANY_TAGS,
-    ];
-}
 
 const OPEN: &str = "<tool_call>";
 const CLOSE: &str = "</tool_call>";
@@ -114,7 +68,7 @@ pub struct Call {
 /// One tool-call tag: the call, or why it was refused. A refusal is an [`Error`] of kind
 /// `unknown_tool` or `bad_arguments` whose message is written for the model (it shows the right
 /// form) and which names the tool when the tag named a known one; a `bad_arguments` refusal
-/// carries one of the [`reason`]s as its [`Error::reason`].
+/// carries one of the P-format [`Reason`]s ([`Reason::PFORMAT`]) as its [`Error::reason`].
 pub type ParsedCall = Result<Call, Error>;
 
 /// Reads every tool-call tag in `text`, in order: one entry per tag.
@@ -146,7 +100,7 @@ pub fn parse(text: &str, registry: &SpecSet) -> Vec<ParsedCall> {
             // A reply of nothing but tags would otherwise give one refusal (hundreds of bytes) per
             // eleven bytes of input.
             calls.push(Err(bad(
-                reason::TOO_MANY_TAGS,
+                Reason::TooManyTags,
                 None,
                 format!("the reply holds more than {MAX_TAGS} tool_call tags; the rest were not read"),
             )));
@@ -402,7 +356,7 @@ fn next_marker(text: &str, from: usize) -> Option<(usize, Marker)> {
 fn parse_body(body: &str, registry: &SpecSet) -> ParsedCall {
     let trimmed = body.trim();
     if trimmed.is_empty() {
-        return Err(bad(reason::EMPTY_TAG, None, format!("a tool_call tag is empty. {GENERIC_FORM}")));
+        return Err(bad(Reason::EmptyTag, None, format!("a tool_call tag is empty. {GENERIC_FORM}")));
     }
     if trimmed.starts_with('{') {
         parse_json_body(trimmed, registry)
@@ -423,7 +377,7 @@ fn parse_pformat_body(body: &str, registry: &SpecSet) -> ParsedCall {
     let primitive = lookup(name, registry)?;
     let sig = &primitive.signature;
     let Some(args) = args else {
-        return Err(refuse(sig, reason::NO_BRACKETS, "the call has no [ ] holding its arguments".into()));
+        return Err(refuse(sig, Reason::NoBrackets, "the call has no [ ] holding its arguments".into()));
     };
     let mut tokens = scan_arguments(args).map_err(|(why, problem)| refuse(sig, why, problem))?;
     if tokens.len() == 1 && tokens[0].trim().is_empty() {
@@ -432,9 +386,9 @@ fn parse_pformat_body(body: &str, registry: &SpecSet) -> ParsedCall {
     if tokens.len() % 2 != 0 {
         let positional = tokens.first().is_some_and(|t| slot_number(t).is_none());
         let (why, hint) = if positional {
-            (reason::POSITIONAL, " (values written by position, without slot numbers, are not read)")
+            (Reason::Positional, " (values written by position, without slot numbers, are not read)")
         } else {
-            (reason::ODD_TOKENS, " (a | inside a value is written \\|)")
+            (Reason::OddTokens, " (a | inside a value is written \\|)")
         };
         return Err(refuse(
             sig,
@@ -454,7 +408,7 @@ fn parse_pformat_body(body: &str, registry: &SpecSet) -> ParsedCall {
         let Some(slot) = slot_number(&index) else {
             return Err(refuse(
                 sig,
-                reason::POSITIONAL,
+                Reason::Positional,
                 format!(
                     "\"{}\" stands where a slot number belongs (values written by position, \
                      without slot numbers, are not read)",
@@ -468,7 +422,7 @@ fn parse_pformat_body(body: &str, registry: &SpecSet) -> ParsedCall {
                 n => format!("its slots are 0 to {}", n - 1),
             };
             let shown = if slot == usize::MAX { clip(index.trim()) } else { slot.to_string() };
-            return Err(refuse(sig, reason::NO_SUCH_SLOT, format!("there is no slot {shown}; {has}")));
+            return Err(refuse(sig, Reason::NoSuchSlot, format!("there is no slot {shown}; {has}")));
         };
         *entry = if value.is_empty() { None } else { Some(value) };
     }
@@ -479,7 +433,7 @@ fn parse_pformat_body(body: &str, registry: &SpecSet) -> ParsedCall {
             serde_json::from_str::<Value>(&text).map_err(|_| {
                 refuse(
                     sig,
-                    reason::ANY_NOT_JSON,
+                    Reason::AnyNotJson,
                     format!(
                         "slot {slot} ({}) takes any value as JSON text, and \"{}\" is not JSON \
                          (write a string in double quotes)",
@@ -498,7 +452,7 @@ fn parse_pformat_body(body: &str, registry: &SpecSet) -> ParsedCall {
 
 /// Splits the text after `[` into unescaped tokens, up to the first unescaped `]`, which must end
 /// the body. The error is the problem, for [`refuse`] to wrap.
-fn scan_arguments(args: &str) -> Result<Vec<String>, (&'static str, String)> {
+fn scan_arguments(args: &str) -> Result<Vec<String>, (Reason, String)> {
     let mut tokens = Vec::new();
     let mut current = String::new();
     let mut chars = args.char_indices();
@@ -508,7 +462,7 @@ fn scan_arguments(args: &str) -> Result<Vec<String>, (&'static str, String)> {
                 Some((_, escaped @ ('|' | ']' | '\\'))) => current.push(escaped),
                 Some((_, other)) => {
                     return Err((
-                        reason::BAD_ESCAPE,
+                        Reason::BadEscape,
                         format!(
                             "a value holds \"\\{other}\" after \"{}\", but only \\|, \\] and \\\\ are \
                          escapes (a \\ in a value is written \\\\)",
@@ -518,7 +472,7 @@ fn scan_arguments(args: &str) -> Result<Vec<String>, (&'static str, String)> {
                 }
                 None => {
                     return Err((
-                        reason::NO_CLOSING_BRACKET,
+                        Reason::NoClosingBracket,
                         "the arguments end in a lone \\ and have no closing ]".into(),
                     ))
                 }
@@ -528,7 +482,7 @@ fn scan_arguments(args: &str) -> Result<Vec<String>, (&'static str, String)> {
                 let after = args[i + 1..].trim();
                 if !after.is_empty() {
                     return Err((
-                        reason::TEXT_AFTER_BRACKET,
+                        Reason::TextAfterBracket,
                         format!(
                             "there is text after the closing ]: \"{}\" (a ] inside a value is \
                          written \\], so a JSON list value ends in \\])",
@@ -542,7 +496,7 @@ fn scan_arguments(args: &str) -> Result<Vec<String>, (&'static str, String)> {
             other => current.push(other),
         }
     }
-    Err((reason::NO_CLOSING_BRACKET, "the arguments have no closing ]".into()))
+    Err((Reason::NoClosingBracket, "the arguments have no closing ]".into()))
 }
 
 /// A slot number: ASCII digits, whitespace around them allowed. A number too large for any slot
@@ -559,19 +513,19 @@ fn parse_json_body(body: &str, registry: &SpecSet) -> ParsedCall {
     let shape = "the JSON form is {\"name\": \"TOOL\", \"arguments\": {\"PARAMETER\": VALUE, ...}}";
     let mut object = match serde_json::from_str::<Value>(body) {
         Ok(Value::Object(object)) => object,
-        Ok(_) => return Err(bad(reason::JSON_FORM, None, format!("the tag's JSON is not an object; {shape}"))),
-        Err(e) => return Err(bad(reason::JSON_FORM, None, format!("the tag's JSON does not parse ({e}); {shape}"))),
+        Ok(_) => return Err(bad(Reason::JsonForm, None, format!("the tag's JSON is not an object; {shape}"))),
+        Err(e) => return Err(bad(Reason::JsonForm, None, format!("the tag's JSON does not parse ({e}); {shape}"))),
     };
     let name = match object.get("name") {
         Some(Value::String(name)) => name.clone(),
-        _ => return Err(bad(reason::JSON_FORM, None, format!("the tag's JSON has no \"name\" string; {shape}"))),
+        _ => return Err(bad(Reason::JsonForm, None, format!("the tag's JSON has no \"name\" string; {shape}"))),
     };
     let primitive = lookup(&name, registry)?;
     let sig = &primitive.signature;
     if let Some(key) = object.keys().find(|k| *k != "name" && *k != "arguments") {
         return Err(refuse(
             sig,
-            reason::JSON_FORM,
+            Reason::JsonForm,
             format!("the JSON form has only \"name\" and \"arguments\", and \"{}\" is not read", clip(key)),
         ));
     }
@@ -581,9 +535,9 @@ fn parse_json_body(body: &str, registry: &SpecSet) -> ParsedCall {
         // The same reading tidy gives a whole arguments value sent as a string holding an object.
         Some(Value::String(text)) => match serde_json::from_str::<Value>(&text) {
             Ok(Value::Object(arguments)) => arguments,
-            _ => return Err(refuse(sig, reason::JSON_FORM, "\"arguments\" is a string, not an object".into())),
+            _ => return Err(refuse(sig, Reason::JsonForm, "\"arguments\" is a string, not an object".into())),
         },
-        Some(_) => return Err(refuse(sig, reason::JSON_FORM, "\"arguments\" is not an object".into())),
+        Some(_) => return Err(refuse(sig, Reason::JsonForm, "\"arguments\" is not an object".into())),
     };
     Ok(Call { name: sig.name.clone(), arguments })
 }
@@ -593,19 +547,19 @@ fn unclosed(body: &str, registry: &SpecSet) -> Error {
                    end of the reply, so it was not read";
     let name = body.find('[').map_or(body, |i| &body[..i]).trim();
     match registry.get_by_provider_name(name) {
-        Some(primitive) => refuse(&primitive.signature, reason::UNCLOSED_TAG, problem.into()),
-        None => bad(reason::UNCLOSED_TAG, None, format!("{problem}. {GENERIC_FORM}")),
+        Some(primitive) => refuse(&primitive.signature, Reason::UnclosedTag, problem.into()),
+        None => bad(Reason::UnclosedTag, None, format!("{problem}. {GENERIC_FORM}")),
     }
 }
 
 fn lookup<'r>(name: &str, registry: &'r SpecSet) -> Result<&'r std::sync::Arc<ToolSpec>, Error> {
     if name.is_empty() {
-        return Err(bad(reason::NO_TOOL_NAME, None, format!("the call has no tool name. {GENERIC_FORM}")));
+        return Err(bad(Reason::NoToolName, None, format!("the call has no tool name. {GENERIC_FORM}")));
     }
     registry.get_by_provider_name(name).ok_or_else(|| registry.unknown_tool_error(name))
 }
 
-fn bad(why: &'static str, tool: Option<&str>, message: String) -> Error {
+fn bad(why: Reason, tool: Option<&str>, message: String) -> Error {
     let error = Error::new(ErrorKind::BadArguments, message).with_reason(why);
     match tool {
         Some(tool) => error.with_tool(tool),
@@ -614,7 +568,7 @@ fn bad(why: &'static str, tool: Option<&str>, message: String) -> Error {
 }
 
 /// A refusal for a known tool: what was wrong, then the tool's form, so the model can retry.
-fn refuse(sig: &Signature, why: &'static str, problem: String) -> Error {
+fn refuse(sig: &Signature, why: Reason, problem: String) -> Error {
     let name = &sig.name;
     let required: Vec<String> = slots(sig)
         .filter(|(_, p, rest)| !p.optional && !rest)
@@ -830,27 +784,27 @@ mod tests {
     #[test]
     fn each_refusal_carries_its_reason() {
         let cases = [
-            ("<tool_call>get-weather[Lima]</tool_call>", reason::POSITIONAL),
-            ("<tool_call>get-weather[Lima|3]</tool_call>", reason::POSITIONAL),
-            ("<tool_call>get-weather[0|a|b]</tool_call>", reason::ODD_TOKENS),
-            ("<tool_call>get-weather[0|Lima|7|x]</tool_call>", reason::NO_SUCH_SLOT),
-            ("<tool_call>get-weather[0|C:\\work]</tool_call>", reason::BAD_ESCAPE),
-            ("<tool_call>get-weather[0|Lima</tool_call>", reason::NO_CLOSING_BRACKET),
-            ("<tool_call>get-weather[0|Lima] now</tool_call>", reason::TEXT_AFTER_BRACKET),
-            ("<tool_call>get-weather</tool_call>", reason::NO_BRACKETS),
-            ("<tool_call>put[0|k|1|not json]</tool_call>", reason::ANY_NOT_JSON),
-            ("<tool_call>get-weather[0|Lima]", reason::UNCLOSED_TAG),
-            ("<tool_call> </tool_call>", reason::EMPTY_TAG),
-            ("<tool_call>[0|Lima]</tool_call>", reason::NO_TOOL_NAME),
-            ("<tool_call>{\"name\": \"get-weather\", \"args\": {}}</tool_call>", reason::JSON_FORM),
-            ("<tool_call>{\"name\": 3}</tool_call>", reason::JSON_FORM),
+            ("<tool_call>get-weather[Lima]</tool_call>", Reason::Positional),
+            ("<tool_call>get-weather[Lima|3]</tool_call>", Reason::Positional),
+            ("<tool_call>get-weather[0|a|b]</tool_call>", Reason::OddTokens),
+            ("<tool_call>get-weather[0|Lima|7|x]</tool_call>", Reason::NoSuchSlot),
+            ("<tool_call>get-weather[0|C:\\work]</tool_call>", Reason::BadEscape),
+            ("<tool_call>get-weather[0|Lima</tool_call>", Reason::NoClosingBracket),
+            ("<tool_call>get-weather[0|Lima] now</tool_call>", Reason::TextAfterBracket),
+            ("<tool_call>get-weather</tool_call>", Reason::NoBrackets),
+            ("<tool_call>put[0|k|1|not json]</tool_call>", Reason::AnyNotJson),
+            ("<tool_call>get-weather[0|Lima]", Reason::UnclosedTag),
+            ("<tool_call> </tool_call>", Reason::EmptyTag),
+            ("<tool_call>[0|Lima]</tool_call>", Reason::NoToolName),
+            ("<tool_call>{\"name\": \"get-weather\", \"args\": {}}</tool_call>", Reason::JsonForm),
+            ("<tool_call>{\"name\": 3}</tool_call>", Reason::JsonForm),
         ];
         for (text, why) in cases {
             let e = refused(text);
             assert_eq!((e.kind(), e.reason()), (ErrorKind::BadArguments, Some(why)), "{text}: {e}");
         }
         let calls = parse(&format!("{OPEN}{CLOSE}").repeat(MAX_TAGS + 1), &registry());
-        assert_eq!(calls[MAX_TAGS].as_ref().unwrap_err().reason(), Some(reason::TOO_MANY_TAGS));
+        assert_eq!(calls[MAX_TAGS].as_ref().unwrap_err().reason(), Some(Reason::TooManyTags));
         // An unknown tool is told by its kind.
         let e = refused("<tool_call>no-such-tool[0|x]</tool_call>");
         assert_eq!((e.kind(), e.reason()), (ErrorKind::UnknownTool, None));

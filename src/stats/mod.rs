@@ -30,9 +30,10 @@
 //! - **Refused shapes**, each refused call once: `unknown_argument`, `missing_argument` and
 //!   `wrong_type` errors by the parameter they name; `unknown_tool` errors by the tool name
 //!   (P-format tags naming a tool that does not exist included); `bad_arguments` by the error's
-//!   `reason` ([`crate::call::reason`]); and in P-format sessions, tags refused before the host saw
-//!   them (the call line has no `request`) by their `reason` ([`crate::pformat::reason`]). Errors
-//!   without a reason (log format 1) count as `unclassified`.
+//!   `reason` ([`crate::error::Reason::CALL_PATH`]); and in P-format sessions, tags refused before
+//!   the host saw them (the call line has no `request`) by their `reason`
+//!   ([`crate::error::Reason::PFORMAT`]). Errors without a reason (log format 1) count as
+//!   `unclassified`; a reason this toolhost does not know (a newer log's) is counted by its name.
 //! - **Tidy repairs** by kind, from the record's `repairs`. A format-1 record has none: its
 //!   repairs are read from what its arguments' strings became in `tidied` (a string holding an
 //!   object, a number, a boolean, a list or an object; a null gone), and a note whose change

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use super::line::Skip;
 use super::shell_reads::{FileTool, PATTERNS};
 use super::tally::{Counts, Distribution, Names, Tally};
+use crate::error::Reason;
 use crate::tidy::RepairKind;
 
 /// The report's shape version, `version` in the JSON.
@@ -394,9 +395,9 @@ impl Report {
             unknown_argument: names(&tally.unknown_argument),
             missing_argument: names(&tally.missing_argument),
             wrong_type: names(&tally.wrong_type),
-            bad_arguments: reasons(&crate::call::reason::ALL, &tally.bad_arguments),
+            bad_arguments: reasons(&Reason::CALL_PATH.map(Reason::as_str), &tally.bad_arguments),
             unknown_tool: names(&tally.unknown_tool),
-            pformat: reasons(&crate::pformat::reason::ALL, &tally.pformat),
+            pformat: reasons(&Reason::PFORMAT.map(Reason::as_str), &tally.pformat),
         };
 
         let kinds: Vec<&str> = RepairKind::ALL.iter().map(|k| k.as_str()).collect();

@@ -638,6 +638,26 @@ mod tests {
     }
 
     #[test]
+    fn a_reason_from_a_newer_log_is_counted_by_its_name_after_the_known_ones() {
+        let refused = |reason: &str| {
+            format!(
+                r#"{{"type":"call","turn":1,"request":{{}},"record":{{"tool":"fs-read","arguments":"[]","ok":false,
+                "error":{{"kind":"bad_arguments","message":"m","reason":"{reason}"}},"elapsed_ms":1}}}}"#
+            )
+        };
+        let (known, newer) = (refused("not_json"), refused("from_a_later_version"));
+        let tally = tally(&[r#"{"type":"session","version":3}"#, &known, &newer, &newer]);
+        let report = crate::stats::Report::new(&tally).to_json();
+        assert_eq!(
+            report["refused"]["bad_arguments"],
+            serde_json::json!({"count": 3, "reasons": {"duplicate_key": 0, "not_json": 1, "not_an_object": 0,
+                "from_a_later_version": 2}})
+        );
+        let names: Vec<&String> = report["refused"]["bad_arguments"]["reasons"].as_object().unwrap().keys().collect();
+        assert_eq!(names.last().map(|n| n.as_str()), Some("from_a_later_version"), "after the known ones");
+    }
+
+    #[test]
     fn examples_are_one_line_and_short() {
         assert_eq!(example("cat <<EOF\nx\nEOF"), "cat <<EOF \u{23ce} x \u{23ce} EOF");
         assert!(example(&"cat a ".repeat(100)).ends_with("..."));
