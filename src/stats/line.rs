@@ -41,6 +41,8 @@ impl Skip {
 }
 
 /// A line that read: what kind of entry it is, with the fields counted.
+// One line lives at a time, on the stack: boxing the record would only add an allocation per call.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Line<'a> {
     /// A session's first line.
