@@ -236,6 +236,18 @@ fn owned(rows: &[(&str, u64)]) -> Vec<(String, u64)> {
     rows.iter().map(|(n, c)| (n.to_string(), *c)).collect()
 }
 
+/// The `elapsed_ms` of every call of `tool` in the logs at `paths`, in microseconds, sorted.
+fn logged_times_us(paths: &[PathBuf], tool: &str) -> Vec<u64> {
+    let mut times: Vec<u64> = paths
+        .iter()
+        .flat_map(|path| entries(path))
+        .filter(|entry| entry["type"] == "call" && entry["record"]["tool"] == tool)
+        .map(|entry| (entry["record"]["elapsed_ms"].as_f64().unwrap() * 1000.0).round() as u64)
+        .collect();
+    times.sort_unstable();
+    times
+}
+
 fn tool_row<'r>(report: &'r Value, tool: &str) -> &'r Value {
     let tools = report["calls"]["tools"].as_array().unwrap();
     tools.iter().find(|t| t["tool"] == tool).unwrap_or_else(|| panic!("no row for {tool}: {tools:?}"))
@@ -253,7 +265,7 @@ fn pattern<'r>(report: &'r Value, name: &str) -> &'r Value {
 #[test]
 fn stats_counts_every_shape_of_sessions_the_agent_loop_logged() {
     let logs = tempfile::tempdir().unwrap();
-    record_sessions(logs.path());
+    let paths = record_sessions(logs.path());
     let report = stats_json(&[&logs.path().display().to_string()], 0);
 
     let inputs = &report["inputs"];
@@ -282,7 +294,19 @@ fn stats_counts_every_shape_of_sessions_the_agent_loop_logged() {
         fs_read["errors"],
         json!({"total": 15, "bad_arguments": 7, "denied": 4, "missing_argument": 1, "unknown_argument": 2, "wrong_type": 1}),
     );
-    assert!(fs_read["time_ms"]["median"].as_f64().unwrap() <= fs_read["time_ms"]["p95"].as_f64().unwrap());
+    // Times as the records logged them, to three significant digits (the report gives the lowest
+    // value of the histogram bucket the quantile falls in).
+    for tool in ["fs-read", "shell-exec"] {
+        let logged = logged_times_us(&paths, tool);
+        for (quantile, key) in [(0.5, "median"), (0.95, "p95")] {
+            let expected = logged[(quantile * logged.len() as f64).ceil() as usize - 1];
+            let reported = (tool_row(&report, tool)["time_ms"][key].as_f64().unwrap() * 1000.0).round() as u64;
+            assert!(
+                reported <= expected && expected - reported <= expected / 1000,
+                "{tool} {key}: reported {reported} us, logged {expected} us of {logged:?}"
+            );
+        }
+    }
     assert_eq!(calls["tools"][0]["tool"], "fs-read", "the most called first");
     assert_eq!(tool_row(&report, "shell-exec")["calls"], 9);
     assert_eq!(tool_row(&report, "shell-exec")["errors"]["missing_argument"], 1);
