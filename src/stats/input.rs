@@ -32,7 +32,7 @@ pub fn logs_in(path: &Path) -> Vec<Result<PathBuf, (String, String)>> {
 }
 
 /// Reads one log, `name` for the report when it cannot be read to its end. Lines are found in
-/// `buffer` (at least [`BUFFER`] bytes; one buffer serves log after log) and read where they lie;
+/// `buffer` (grown to at least 256 KiB; one buffer serves log after log) and read where they lie;
 /// only a line that runs past the buffer's end is moved, and the buffer grown for a line longer
 /// than it.
 pub fn read_log(tally: &mut Tally, name: &str, mut reader: impl Read, buffer: &mut Vec<u8>) {

@@ -121,7 +121,7 @@
 //! | module | owns |
 //! |---|---|
 //! | [`input`] | files, folders and standard input, streamed a line at a time |
-//! | [`line`] | one line as counted, and why a line is skipped |
+//! | [`line`](mod@line) | one line as counted, and why a line is skipped |
 //! | [`tally`] | the counts, and what counts as what |
 //! | [`shell`] | a shell command line as its simple commands |
 //! | [`shell_reads`] | the shell-read patterns (data) and matching them |
