@@ -12,10 +12,10 @@ use steel::rvals::SteelVal;
 
 use crate::args;
 use crate::bridge::Shared;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::guard::Decision;
 use crate::registry::Primitive;
-use crate::tidy;
+use crate::tidy::{self, Repair};
 use crate::value;
 
 /// How a call arrives.
@@ -62,6 +62,10 @@ pub struct CallRecord {
     pub tidied: Option<Value>,
     /// One note for each change tidying made to the arguments.
     pub notes: Vec<String>,
+    /// Each change made to the arguments, with its stable kind: the changes `notes` tell in words,
+    /// and the nulls a strict provider's model sent (dropped without a note). Records written
+    /// before repairs were kept have none.
+    pub repairs: Vec<Repair>,
     /// The guard's decision, when the call got that far.
     pub decision: Option<Decision>,
     /// The result as JSON, or the error.
@@ -79,6 +83,8 @@ struct RecordWire {
     tidied: Option<Value>,
     #[serde(default)]
     notes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    repairs: Vec<Repair>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     decision: Option<Decision>,
     ok: bool,
@@ -96,6 +102,7 @@ impl serde::Serialize for CallRecord {
             arguments: self.arguments.clone(),
             tidied: self.tidied.clone(),
             notes: self.notes.clone(),
+            repairs: self.repairs.clone(),
             decision: self.decision.clone(),
             ok: self.result.is_ok(),
             result: self.result.as_ref().ok().cloned(),
@@ -119,6 +126,7 @@ impl<'de> serde::Deserialize<'de> for CallRecord {
             arguments: wire.arguments,
             tidied: wire.tidied,
             notes: wire.notes,
+            repairs: wire.repairs,
             decision: wire.decision,
             result,
             elapsed: Duration::try_from_secs_f64(wire.elapsed_ms / 1000.0).unwrap_or_default(),
@@ -133,6 +141,7 @@ impl CallRecord {
             arguments,
             tidied: None,
             notes: Vec::new(),
+            repairs: Vec::new(),
             decision: None,
             result: Ok(Value::Null),
             elapsed: Duration::ZERO,
@@ -201,7 +210,8 @@ pub(crate) fn run_parts(
             record.result = match repeated {
                 Some(key) => {
                     Err(Error::new(ErrorKind::BadArguments, format!("{tool}: {}", args::repeated_key_message(&key)))
-                        .with_tool(tool))
+                        .with_tool(tool)
+                        .with_reason(Reason::DuplicateKey))
                 }
                 None => steps(shared, tool, &arguments, options, &mut record, runner),
             };
@@ -214,7 +224,8 @@ pub(crate) fn run_parts(
                 ErrorKind::BadArguments,
                 format!("{tool}: the arguments are not valid JSON ({e}); send an object of parameter names to values"),
             )
-            .with_tool(tool));
+            .with_tool(tool)
+            .with_reason(Reason::NotJson));
             record
         }
     };
@@ -258,15 +269,17 @@ fn steps(
     if changes {
         let mut arguments = received.clone();
         if options.strict {
-            tidy::drop_top_level_nulls(&mut arguments);
+            record.repairs.extend(tidy::drop_top_level_nulls(&mut arguments));
         }
         if arguments.is_null() {
             arguments = Value::Object(Default::default());
         }
-        record.notes.extend(tidy::tidy(primitive.signature(), &mut arguments));
+        let changes = tidy::tidy(primitive.signature(), &mut arguments);
+        record.notes.extend(changes.notes);
+        record.repairs.extend(changes.repairs);
         if options.strict {
             // Arguments that arrived wrapped in a JSON string are only an object now.
-            tidy::drop_top_level_nulls(&mut arguments);
+            record.repairs.extend(tidy::drop_top_level_nulls(&mut arguments));
         }
         record.tidied = Some(arguments);
     }
@@ -280,7 +293,8 @@ fn steps(
                 primitive.signature().render()
             ),
         )
-        .with_tool(name));
+        .with_tool(name)
+        .with_reason(Reason::NotAnObject));
     };
     let values = args::args_from_json(primitive.signature(), map)?;
     let decision = shared.guard.judge(&shared.ctx, &primitive, &values)?;

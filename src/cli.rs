@@ -145,6 +145,10 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
     /// Run Scheme test files (*_test.scm beside the tools) in a copy of the workspace; ends with
     /// `N passed, N failed`, exit 1 on any failure.
     Test(crate::scheme_test::TestArgs),
+    /// Count what session logs say: sessions, calls by tool, refused shapes, tidy repairs, guard
+    /// decisions, shell reads the file tools would have served, code mode.
+    #[command(long_about = crate::stats::command::LONG_ABOUT)]
+    Stats(crate::stats::StatsArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -216,6 +220,7 @@ pub fn main() -> i32 {
         Command::Mcp => return crate::mcp::serve(&flags),
         Command::Check(args) => return crate::check::command(&flags, args),
         Command::Test(args) => return crate::scheme_test::command(&flags, args),
+        Command::Stats(args) => return crate::stats::command::command(args),
         _ => {}
     }
     if let Command::Worker { rust_tools, terminal } = cli.command {
@@ -313,7 +318,7 @@ pub fn main() -> i32 {
             0
         }
         Command::Trust | Command::Untrust | Command::Agent(_) | Command::Replay(_) | Command::Mcp => 0,
-        Command::Check(_) | Command::Test(_) | Command::Worker { .. } => 0,
+        Command::Check(_) | Command::Test(_) | Command::Stats(_) | Command::Worker { .. } => 0,
     }
 }
 

@@ -44,7 +44,7 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`error`] | the error type and its stable kinds |
+//! | [`error`] | the error type, its stable kinds and refusal reasons |
 //! | [`param`] | parameter types, parameters, signatures and their rules |
 //! | [`value`] | JSON <-> Scheme values, typed empty values |
 //! | [`args`] | JSON arguments and Scheme calls to the positional values handlers see |
@@ -76,6 +76,7 @@
 //! | [`agent`] | the agent loop: the model client, the loop, the session log and replay |
 //! | [`mcp`] | MCP both ways: `[[mcp]]` servers' tools as primitives, and `toolhost mcp` |
 //! | [`check`], [`scheme_test`] | the tool author's `toolhost check` and `toolhost test` |
+//! | [`stats`] | `toolhost stats`: what session logs say, counted |
 //! | [`repl`], [`cli`] | the REPL and the command line |
 
 pub mod agent;
@@ -105,6 +106,7 @@ pub mod search_index;
 pub mod setup;
 pub mod source;
 pub mod spec;
+pub mod stats;
 pub mod strict;
 pub mod tidy;
 mod tools;

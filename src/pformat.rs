@@ -49,7 +49,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Reason};
 use crate::param::{Param, ParamType, Signature};
 use crate::spec::{SpecSet, ToolSpec};
 
@@ -68,7 +68,8 @@ pub struct Call {
 
 /// One tool-call tag: the call, or why it was refused. A refusal is an [`Error`] of kind
 /// `unknown_tool` or `bad_arguments` whose message is written for the model (it shows the right
-/// form) and which names the tool when the tag named a known one.
+/// form) and which names the tool when the tag named a known one; a `bad_arguments` refusal
+/// carries one of the P-format [`Reason`]s ([`Reason::PFORMAT`]) as its [`Error::reason`].
 pub type ParsedCall = Result<Call, Error>;
 
 /// Reads every tool-call tag in `text`, in order: one entry per tag.
@@ -100,6 +101,7 @@ pub fn parse(text: &str, registry: &SpecSet) -> Vec<ParsedCall> {
             // A reply of nothing but tags would otherwise give one refusal (hundreds of bytes) per
             // eleven bytes of input.
             calls.push(Err(bad(
+                Reason::TooManyTags,
                 None,
                 format!("the reply holds more than {MAX_TAGS} tool_call tags; the rest were not read"),
             )));
@@ -355,7 +357,7 @@ fn next_marker(text: &str, from: usize) -> Option<(usize, Marker)> {
 fn parse_body(body: &str, registry: &SpecSet) -> ParsedCall {
     let trimmed = body.trim();
     if trimmed.is_empty() {
-        return Err(bad(None, format!("a tool_call tag is empty. {GENERIC_FORM}")));
+        return Err(bad(Reason::EmptyTag, None, format!("a tool_call tag is empty. {GENERIC_FORM}")));
     }
     if trimmed.starts_with('{') {
         parse_json_body(trimmed, registry)
@@ -376,21 +378,22 @@ fn parse_pformat_body(body: &str, registry: &SpecSet) -> ParsedCall {
     let primitive = lookup(name, registry)?;
     let sig = &primitive.signature;
     let Some(args) = args else {
-        return Err(refuse(sig, "the call has no [ ] holding its arguments".into()));
+        return Err(refuse(sig, Reason::NoBrackets, "the call has no [ ] holding its arguments".into()));
     };
-    let mut tokens = scan_arguments(args).map_err(|problem| refuse(sig, problem))?;
+    let mut tokens = scan_arguments(args).map_err(|(why, problem)| refuse(sig, why, problem))?;
     if tokens.len() == 1 && tokens[0].trim().is_empty() {
         tokens.clear();
     }
     if tokens.len() % 2 != 0 {
         let positional = tokens.first().is_some_and(|t| slot_number(t).is_none());
-        let hint = if positional {
-            " (values written by position, without slot numbers, are not read)"
+        let (why, hint) = if positional {
+            (Reason::Positional, " (values written by position, without slot numbers, are not read)")
         } else {
-            " (a | inside a value is written \\|)"
+            (Reason::OddTokens, " (a | inside a value is written \\|)")
         };
         return Err(refuse(
             sig,
+            why,
             format!(
                 "it has {} {} between [ and ], but arguments are slot|value pairs, so their \
                  count is even{hint}",
@@ -406,6 +409,7 @@ fn parse_pformat_body(body: &str, registry: &SpecSet) -> ParsedCall {
         let Some(slot) = slot_number(&index) else {
             return Err(refuse(
                 sig,
+                Reason::Positional,
                 format!(
                     "\"{}\" stands where a slot number belongs (values written by position, \
                      without slot numbers, are not read)",
@@ -419,7 +423,7 @@ fn parse_pformat_body(body: &str, registry: &SpecSet) -> ParsedCall {
                 n => format!("its slots are 0 to {}", n - 1),
             };
             let shown = if slot == usize::MAX { clip(index.trim()) } else { slot.to_string() };
-            return Err(refuse(sig, format!("there is no slot {shown}; {has}")));
+            return Err(refuse(sig, Reason::NoSuchSlot, format!("there is no slot {shown}; {has}")));
         };
         *entry = if value.is_empty() { None } else { Some(value) };
     }
@@ -430,6 +434,7 @@ fn parse_pformat_body(body: &str, registry: &SpecSet) -> ParsedCall {
             serde_json::from_str::<Value>(&text).map_err(|_| {
                 refuse(
                     sig,
+                    Reason::AnyNotJson,
                     format!(
                         "slot {slot} ({}) takes any value as JSON text, and \"{}\" is not JSON \
                          (write a string in double quotes)",
@@ -448,7 +453,7 @@ fn parse_pformat_body(body: &str, registry: &SpecSet) -> ParsedCall {
 
 /// Splits the text after `[` into unescaped tokens, up to the first unescaped `]`, which must end
 /// the body. The error is the problem, for [`refuse`] to wrap.
-fn scan_arguments(args: &str) -> Result<Vec<String>, String> {
+fn scan_arguments(args: &str) -> Result<Vec<String>, (Reason, String)> {
     let mut tokens = Vec::new();
     let mut current = String::new();
     let mut chars = args.char_indices();
@@ -457,22 +462,33 @@ fn scan_arguments(args: &str) -> Result<Vec<String>, String> {
             '\\' => match chars.next() {
                 Some((_, escaped @ ('|' | ']' | '\\'))) => current.push(escaped),
                 Some((_, other)) => {
-                    return Err(format!(
-                        "a value holds \"\\{other}\" after \"{}\", but only \\|, \\] and \\\\ are \
+                    return Err((
+                        Reason::BadEscape,
+                        format!(
+                            "a value holds \"\\{other}\" after \"{}\", but only \\|, \\] and \\\\ are \
                          escapes (a \\ in a value is written \\\\)",
-                        clip_end(&current)
+                            clip_end(&current)
+                        ),
                     ))
                 }
-                None => return Err("the arguments end in a lone \\ and have no closing ]".into()),
+                None => {
+                    return Err((
+                        Reason::NoClosingBracket,
+                        "the arguments end in a lone \\ and have no closing ]".into(),
+                    ))
+                }
             },
             '|' => tokens.push(std::mem::take(&mut current)),
             ']' => {
                 let after = args[i + 1..].trim();
                 if !after.is_empty() {
-                    return Err(format!(
-                        "there is text after the closing ]: \"{}\" (a ] inside a value is \
+                    return Err((
+                        Reason::TextAfterBracket,
+                        format!(
+                            "there is text after the closing ]: \"{}\" (a ] inside a value is \
                          written \\], so a JSON list value ends in \\])",
-                        clip(after)
+                            clip(after)
+                        ),
                     ));
                 }
                 tokens.push(current);
@@ -481,7 +497,7 @@ fn scan_arguments(args: &str) -> Result<Vec<String>, String> {
             other => current.push(other),
         }
     }
-    Err("the arguments have no closing ]".into())
+    Err((Reason::NoClosingBracket, "the arguments have no closing ]".into()))
 }
 
 /// A slot number: ASCII digits, whitespace around them allowed. A number too large for any slot
@@ -499,21 +515,22 @@ fn parse_json_body(body: &str, registry: &SpecSet) -> ParsedCall {
     // A key given twice would be read as its last value; which one the model meant is unknown.
     let (parsed, mut repeated) = match crate::args::parse_noting_repeats(body, &["", "/arguments"]) {
         Ok(parsed) => parsed,
-        Err(e) => return Err(bad(None, format!("the tag's JSON does not parse ({e}); {shape}"))),
+        Err(e) => return Err(bad(Reason::JsonForm, None, format!("the tag's JSON does not parse ({e}); {shape}"))),
     };
     let mut object = match parsed {
         Value::Object(object) => object,
-        _ => return Err(bad(None, format!("the tag's JSON is not an object; {shape}"))),
+        _ => return Err(bad(Reason::JsonForm, None, format!("the tag's JSON is not an object; {shape}"))),
     };
     let name = match object.get("name") {
         Some(Value::String(name)) => name.clone(),
-        _ => return Err(bad(None, format!("the tag's JSON has no \"name\" string; {shape}"))),
+        _ => return Err(bad(Reason::JsonForm, None, format!("the tag's JSON has no \"name\" string; {shape}"))),
     };
     let primitive = lookup(&name, registry)?;
     let sig = &primitive.signature;
     if let Some(key) = object.keys().find(|k| *k != "name" && *k != "arguments") {
         return Err(refuse(
             sig,
+            Reason::JsonForm,
             format!("the JSON form has only \"name\" and \"arguments\", and \"{}\" is not read", clip(key)),
         ));
     }
@@ -526,12 +543,12 @@ fn parse_json_body(body: &str, registry: &SpecSet) -> ParsedCall {
                 repeated = repeated.or(inner);
                 arguments
             }
-            _ => return Err(refuse(sig, "\"arguments\" is a string, not an object".into())),
+            _ => return Err(refuse(sig, Reason::JsonForm, "\"arguments\" is a string, not an object".into())),
         },
-        Some(_) => return Err(refuse(sig, "\"arguments\" is not an object".into())),
+        Some(_) => return Err(refuse(sig, Reason::JsonForm, "\"arguments\" is not an object".into())),
     };
     if let Some(key) = repeated {
-        return Err(refuse(sig, crate::args::repeated_key_message(&key)));
+        return Err(refuse(sig, Reason::DuplicateKey, crate::args::repeated_key_message(&key)));
     }
     Ok(Call { name: sig.name.clone(), arguments })
 }
@@ -541,20 +558,20 @@ fn unclosed(body: &str, registry: &SpecSet) -> Error {
                    end of the reply, so it was not read";
     let name = body.find('[').map_or(body, |i| &body[..i]).trim();
     match registry.get_by_provider_name(name) {
-        Some(primitive) => refuse(&primitive.signature, problem.into()),
-        None => bad(None, format!("{problem}. {GENERIC_FORM}")),
+        Some(primitive) => refuse(&primitive.signature, Reason::UnclosedTag, problem.into()),
+        None => bad(Reason::UnclosedTag, None, format!("{problem}. {GENERIC_FORM}")),
     }
 }
 
 fn lookup<'r>(name: &str, registry: &'r SpecSet) -> Result<&'r std::sync::Arc<ToolSpec>, Error> {
     if name.is_empty() {
-        return Err(bad(None, format!("the call has no tool name. {GENERIC_FORM}")));
+        return Err(bad(Reason::NoToolName, None, format!("the call has no tool name. {GENERIC_FORM}")));
     }
     registry.get_by_provider_name(name).ok_or_else(|| registry.unknown_tool_error(name))
 }
 
-fn bad(tool: Option<&str>, message: String) -> Error {
-    let error = Error::new(ErrorKind::BadArguments, message);
+fn bad(why: Reason, tool: Option<&str>, message: String) -> Error {
+    let error = Error::new(ErrorKind::BadArguments, message).with_reason(why);
     match tool {
         Some(tool) => error.with_tool(tool),
         None => error,
@@ -562,7 +579,7 @@ fn bad(tool: Option<&str>, message: String) -> Error {
 }
 
 /// A refusal for a known tool: what was wrong, then the tool's form, so the model can retry.
-fn refuse(sig: &Signature, problem: String) -> Error {
+fn refuse(sig: &Signature, why: Reason, problem: String) -> Error {
     let name = &sig.name;
     let required: Vec<String> = slots(sig)
         .filter(|(_, p, rest)| !p.optional && !rest)
@@ -570,6 +587,7 @@ fn refuse(sig: &Signature, problem: String) -> Error {
         .collect();
     let shortest = format!("{name}[{}]", required.join("|"));
     bad(
+        why,
         Some(name),
         format!(
             "{name}: {problem}. The call was not run. Write it as {}: each argument is its slot \
@@ -774,6 +792,35 @@ mod tests {
     }
 
     /// A refusal for a known tool: bad_arguments, naming the tool, showing its form.
+    #[test]
+    fn each_refusal_carries_its_reason() {
+        let cases = [
+            ("<tool_call>get-weather[Lima]</tool_call>", Reason::Positional),
+            ("<tool_call>get-weather[Lima|3]</tool_call>", Reason::Positional),
+            ("<tool_call>get-weather[0|a|b]</tool_call>", Reason::OddTokens),
+            ("<tool_call>get-weather[0|Lima|7|x]</tool_call>", Reason::NoSuchSlot),
+            ("<tool_call>get-weather[0|C:\\work]</tool_call>", Reason::BadEscape),
+            ("<tool_call>get-weather[0|Lima</tool_call>", Reason::NoClosingBracket),
+            ("<tool_call>get-weather[0|Lima] now</tool_call>", Reason::TextAfterBracket),
+            ("<tool_call>get-weather</tool_call>", Reason::NoBrackets),
+            ("<tool_call>put[0|k|1|not json]</tool_call>", Reason::AnyNotJson),
+            ("<tool_call>get-weather[0|Lima]", Reason::UnclosedTag),
+            ("<tool_call> </tool_call>", Reason::EmptyTag),
+            ("<tool_call>[0|Lima]</tool_call>", Reason::NoToolName),
+            ("<tool_call>{\"name\": \"get-weather\", \"args\": {}}</tool_call>", Reason::JsonForm),
+            ("<tool_call>{\"name\": 3}</tool_call>", Reason::JsonForm),
+        ];
+        for (text, why) in cases {
+            let e = refused(text);
+            assert_eq!((e.kind(), e.reason()), (ErrorKind::BadArguments, Some(why)), "{text}: {e}");
+        }
+        let calls = parse(&format!("{OPEN}{CLOSE}").repeat(MAX_TAGS + 1), &registry());
+        assert_eq!(calls[MAX_TAGS].as_ref().unwrap_err().reason(), Some(Reason::TooManyTags));
+        // An unknown tool is told by its kind.
+        let e = refused("<tool_call>no-such-tool[0|x]</tool_call>");
+        assert_eq!((e.kind(), e.reason()), (ErrorKind::UnknownTool, None));
+    }
+
     fn refused_with_form(text: &str, tool: &str, problem: &str) {
         let e = refused(text);
         assert_eq!(e.kind(), ErrorKind::BadArguments, "{e}");

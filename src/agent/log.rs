@@ -14,8 +14,9 @@
 //! - `call`: one call the reply made: the turn, its place in the reply, its id, the
 //!   [`CallRequest`] the host ran (absent for a P-format tag refused before the host saw it), and
 //!   its [`CallRecord`] (arguments as received, and as tidied when tidying changed them, tidy
-//!   notes, the guard's decision, the result or the error with its kind, the time taken);
-//!   `interrupted` when the session was stopped during it;
+//!   notes and `repairs` with their kinds, the guard's decision, the result or the error with its
+//!   kind and, for refusals that share a kind, its `reason`, the time taken); `interrupted` when
+//!   the session was stopped during it;
 //! - `end`: why the session ended (`answered`, `max_turns`, `interrupted`, `error`), with the
 //!   answer or the error.
 
@@ -29,8 +30,9 @@ use crate::call::{CallRecord, CallRequest};
 use crate::config::Dialect;
 use crate::error::{Error, ErrorKind, Result};
 
-/// The log format's version, in the `session` line.
-pub const LOG_VERSION: u32 = 1;
+/// The log format's version, in the `session` line. 2: call records carry `repairs` and
+/// refusals their `reason` (version 1 had neither); readers of version 1 logs still read them.
+pub const LOG_VERSION: u32 = 2;
 
 /// One line of a session log.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

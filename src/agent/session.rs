@@ -437,6 +437,7 @@ fn refused_record(tool: String, error: Error) -> CallRecord {
         arguments: Value::Null,
         tidied: None,
         notes: Vec::new(),
+        repairs: Vec::new(),
         decision: None,
         result: Err(error),
         elapsed: Duration::ZERO,
@@ -450,6 +451,7 @@ fn abandoned_record(request: &CallRequest, elapsed: Duration) -> CallRecord {
         arguments: received(&request.arguments),
         tidied: None,
         notes: Vec::new(),
+        repairs: Vec::new(),
         decision: None,
         result: Err(Error::new(
             ErrorKind::Agent,

@@ -7,3 +7,4 @@ mod common;
 
 mod agent;
 mod replay;
+mod stats;

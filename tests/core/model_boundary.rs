@@ -518,3 +518,84 @@ fn any_argument_text_comes_back_as_a_record_and_repeated_keys_are_refused() {
     let repeated = host.borrow_mut().call_json("echo-args", r#"{"text":"a","count":1,"text":"b"}"#);
     assert_eq!(error_kind(&repeated), "bad_arguments");
 }
+
+/// `(kind, parameter)` of each repair a record keeps, in order.
+fn repairs(outcome: &CallRecord) -> Vec<(&'static str, Option<&str>)> {
+    outcome.repairs.iter().map(|r| (r.kind.as_str(), r.parameter.as_deref())).collect()
+}
+
+#[test]
+fn each_change_to_the_arguments_is_recorded_as_a_repair_of_its_kind_beside_its_note() {
+    let dir = workspace();
+    let mut host = host(dir.path());
+    let inner = json!({"text": "t", "tags": "[1]", "opts": "{}", "count": "7", "ratio": "0.5", "flag": "false"});
+    let outcome = host.call_json("echo-args", &quoted(&inner));
+    ok(&outcome);
+    assert_eq!(
+        repairs(&outcome),
+        [
+            ("arguments_json_string", None),
+            ("json_text_parameter", Some("tags")),
+            ("numeric_string", Some("count")),
+            ("numeric_string", Some("ratio")),
+            ("boolean_string", Some("flag")),
+            ("json_text_parameter", Some("opts")),
+        ]
+    );
+    assert_eq!(outcome.notes.len(), outcome.repairs.len(), "one note per repair: {:?}", outcome.notes);
+
+    // Strict nulls dropped are repairs without a note, also inside arguments sent as a string.
+    let strict = CallOptions { strict: true };
+    let outcome = host.call_json_with("echo-args", r#"{"text": "t", "count": null, "flag": null}"#, strict);
+    assert_eq!(repairs(&outcome), [("strict_null_dropped", Some("count")), ("strict_null_dropped", Some("flag"))]);
+    assert!(outcome.notes.is_empty(), "{:?}", outcome.notes);
+    let outcome = host.call_json_with("echo-args", &quoted(&json!({"text": "t", "ratio": null})), strict);
+    assert_eq!(repairs(&outcome), [("arguments_json_string", None), ("strict_null_dropped", Some("ratio"))]);
+
+    // Nothing changed, nothing recorded; and the record as written carries the repairs.
+    assert!(host.call_json("echo-args", r#"{"text": "t", "count": 1}"#).repairs.is_empty());
+    let record = host.call_json("fs-read", r#"{"path": "a.txt", "count": "1"}"#).to_record_json();
+    assert_eq!(record["repairs"], json!([{"kind": "numeric_string", "parameter": "count"}]));
+    let read: CallRecord = serde_json::from_value(record).unwrap();
+    assert_eq!(repairs(&read), [("numeric_string", Some("count"))]);
+}
+
+#[test]
+fn a_record_written_before_repairs_were_kept_still_reads() {
+    let old = json!({"tool": "fs-read", "arguments": {"path": "a.txt", "count": "1"},
+        "tidied": {"path": "a.txt", "count": 1}, "notes": ["fs-read: argument \"count\" was ..."],
+        "decision": {"action": "allow"}, "ok": true, "result": "1\tone\n", "elapsed_ms": 0.3});
+    let read: CallRecord = serde_json::from_value(old).unwrap();
+    assert!(read.repairs.is_empty());
+    assert_eq!(read.notes.len(), 1);
+    assert!(read.to_record_json().get("repairs").is_none(), "none written when there are none");
+    // A reason this toolhost does not know (a newer log's) is left out; the record still reads.
+    let newer = json!({"tool": "fs-read", "arguments": "x", "notes": [], "ok": false,
+        "error": {"kind": "bad_arguments", "message": "m", "reason": "from_a_later_version"}, "elapsed_ms": 0.1});
+    let read: CallRecord = serde_json::from_value(newer).unwrap();
+    assert_eq!(read.result.unwrap_err().reason(), None);
+}
+
+#[test]
+fn bad_arguments_refusals_say_why_by_a_stable_reason() {
+    let dir = workspace();
+    let mut host = host(dir.path());
+    for (arguments, reason) in [
+        (r#"{"path": "a.txt", "path": "b.txt"}"#, "duplicate_key"),
+        (r#""{\"path\": \"a.txt\", \"path\": \"b.txt\"}""#, "duplicate_key"),
+        (r#"{"path": "a.txt""#, "not_json"),
+        ("path=a.txt", "not_json"),
+        ("[\"a.txt\"]", "not_an_object"),
+        (r#""a.txt""#, "not_an_object"),
+    ] {
+        let outcome = host.call_json("fs-read", arguments);
+        assert_eq!(error_kind(&outcome), "bad_arguments", "{arguments}");
+        let error = outcome.result.as_ref().unwrap_err();
+        assert_eq!(error.reason().map(|r| r.as_str()), Some(reason), "{arguments}");
+        assert_eq!(outcome.to_record_json()["error"]["reason"], reason, "the record keeps it");
+    }
+    // Other kinds need no reason: the kind and the parameter say it all.
+    let outcome = host.call_json("fs-read", r#"{"path": "a.txt", "limit": 1}"#);
+    assert_eq!(outcome.result.as_ref().unwrap_err().reason(), None);
+    assert!(outcome.to_record_json()["error"].get("reason").is_none());
+}
