@@ -109,8 +109,16 @@ impl Bindings {
             return crate::engine::run(engine, source.to_string()).map_err(Failure::Steel);
         }
         let owner = self.owner(label);
-        let mut program = crate::engine::catch_panic(|| engine.emit_raw_program_no_path(source.to_string()))
-            .map_err(Failure::Steel)?;
+        let compiled = crate::engine::catch_panic(|| engine.emit_raw_program_no_path(source.to_string()));
+        let mut program = match compiled {
+            Ok(program) => program,
+            Err(e) => {
+                // The compiler takes a program's macros in before it can fail on the rest: a program
+                // that did not compile must not leave them for the next one.
+                self.restore_macros(engine);
+                return Err(Failure::Steel(e));
+            }
+        };
         let writes = std::cell::RefCell::new(Vec::new());
         program.with_optimization(|instructions| writes.borrow_mut().extend(instructions.iter().filter_map(write_of)));
         let writes = writes.into_inner();

@@ -8,7 +8,7 @@
 //! stays quiet while tests crash workers on purpose.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -45,10 +45,14 @@ impl StderrRelay {
                     Ok(_) => {}
                 }
                 let text = String::from_utf8_lossy(&line);
-                eprint!("{text}");
+                // Not `eprint!`, which panics when our own standard error is gone (a closed pipe):
+                // the relay must go on reading, or the child blocks on a full pipe.
+                let mut ours = std::io::stderr().lock();
+                let _ = ours.write_all(text.as_bytes());
                 if !text.ends_with('\n') {
-                    eprintln!();
+                    let _ = ours.write_all(b"\n");
                 }
+                drop(ours);
                 if let Ok(mut seen) = theirs.0.lock() {
                     if let Some(kept) = worth_keeping(&text) {
                         if seen.last.len() == KEPT_LINES {

@@ -210,8 +210,10 @@ impl Sandbox {
         for folder in &shell.writable {
             if !folder.is_dir() {
                 let files: Vec<String> = config.files.iter().map(|f| f.display().to_string()).collect();
+                let what = if folder.exists() { "is not a folder" } else { "does not exist" };
                 return Err(Error::config(format!(
-                    "shell.writable: the folder {} does not exist (config read from {})",
+                    "shell.writable: {} {what}; create the folder or take it out of [shell] writable (config read \
+                     from {})",
                     folder.display(),
                     files.join(", ")
                 )));
@@ -481,8 +483,22 @@ impl Prepared {
         // nothing and takes no lock. Landlock's `restrict_self` was read for this: it calls prctl
         // and landlock_restrict_self and builds plain values (its errors carry an OS error, which
         // does not allocate).
+        let confining = child_side.landlock.is_some() || child_side.netns.is_some() || self.supervise;
         unsafe { command.pre_exec(move || child_side.run()) };
-        let child = command.spawn()?;
+        let child = command.spawn().map_err(|e| {
+            if !confining {
+                return e;
+            }
+            // Confining happens in the child, between fork and exec: its failure comes back as
+            // the spawn's, with only an errno to say which step.
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "{e} (the sandbox may be what failed: [shell] sandbox = \"best-effort\" runs commands with \
+                     what this kernel allows, \"off\" unconfined)"
+                ),
+            )
+        })?;
         let group = (!self.supervise).then(|| child.id() as i32);
         // The read end lives on in the supervisor alone.
         let stop = stop.map(|(_, write)| write);
@@ -946,9 +962,20 @@ fn probe_netns() -> std::result::Result<NetnsKind, Unavailable> {
         return Err(Unavailable(format!("cannot try to make a network namespace: {}", io::Error::last_os_error())));
     }
     let mut status = 0;
-    // SAFETY: waits for the child just forked.
-    if unsafe { libc::waitpid(pid, &mut status, 0) } != pid || !libc::WIFEXITED(status) {
-        return Err(Unavailable("the attempt to make a network namespace did not finish".to_string()));
+    let waited = loop {
+        // SAFETY: waits for the child just forked.
+        let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if waited >= 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            break waited;
+        }
+    };
+    if waited != pid || !libc::WIFEXITED(status) {
+        let why = if waited == pid {
+            "the child ended abnormally".to_string()
+        } else {
+            io::Error::last_os_error().to_string()
+        };
+        return Err(Unavailable(format!("the attempt to make a network namespace did not finish ({why})")));
     }
     match libc::WEXITSTATUS(status) {
         0 => Ok(NetnsKind::Direct),

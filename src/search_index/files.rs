@@ -67,6 +67,9 @@ struct State {
     known: bool,
     /// Its device and inode, to tell it from another file put at its path.
     inode: (u64, u64),
+    /// The file is not ours to lease (another user's): its count can never be made known, so it
+    /// stays doubtful (searched every time) and is not tried again.
+    unleasable: bool,
 }
 
 /// The file watches of one tree, behind the watcher's lock.
@@ -150,7 +153,7 @@ impl Watcher {
             }
             Err(e) => return Err(format!("inotify watch on an indexed file: {e}")),
         };
-        files.adopt(wd, path, inode, lease == Lease::Alone);
+        files.adopt(wd, path, inode, &lease);
         Ok(wd)
     }
 
@@ -174,11 +177,21 @@ impl Watcher {
     /// (nobody else has it open, and nobody's open completes meanwhile) every event so far is
     /// handled, and then its count is ours alone. Those still open elsewhere stay unknown.
     fn settle(&self, files: &mut Files, ws: &Workspace) {
-        let unknown: Vec<i32> =
-            files.doubtful.iter().copied().filter(|wd| files.by_wd.get(wd).is_some_and(|s| !s.known)).collect();
-        for wd in unknown {
+        let unknown: Vec<i32> = files
+            .doubtful
+            .iter()
+            .copied()
+            .filter(|wd| files.by_wd.get(wd).is_some_and(|s| !s.known && !s.unleasable))
+            .collect();
+        for (tried, wd) in unknown.into_iter().enumerate() {
+            // Each try is an open and a close in the queue, which the following thread cannot
+            // drain while this holds the lock.
+            if tried % 1024 == 1023 {
+                self.read_now(files);
+            }
             let Some(state) = files.by_wd.get(&wd) else { continue };
-            let (path, inode) = (state.paths[0].clone(), state.inode);
+            let Some(path) = state.paths.first().cloned() else { continue };
+            let inode = state.inode;
             let opened = ws.open_beneath(&ws.root().join(&path), OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty());
             let Ok(fd) = opened else { continue };
             let file = File::from(fd);
@@ -186,8 +199,15 @@ impl Watcher {
             if !file.metadata().is_ok_and(|m| (m.dev(), m.ino()) == inode) {
                 continue;
             }
-            if lease(&file) != Lease::Alone {
-                continue;
+            match lease(&file) {
+                Lease::Alone => {}
+                Lease::NotOurs => {
+                    if let Some(state) = files.by_wd.get_mut(&wd) {
+                        state.unleasable = true;
+                    }
+                    continue;
+                }
+                Lease::Refused | Lease::Unavailable => continue,
             }
             self.read_now(files);
             if let Some(state) = files.by_wd.get_mut(&wd) {
@@ -258,7 +278,8 @@ impl Files {
     /// Records that `path` (of `inode`) is the file watched as `wd`: a new watch made alone starts
     /// with one open, ours; a file already watched under another path (a hard link in the tree),
     /// or read again, keeps what its events said.
-    fn adopt(&mut self, wd: i32, path: &Arc<Path>, inode: (u64, u64), alone: bool) {
+    fn adopt(&mut self, wd: i32, path: &Arc<Path>, inode: (u64, u64), lease: &Lease) {
+        let alone = *lease == Lease::Alone;
         match self.by_wd.get_mut(&wd) {
             Some(state) => {
                 if !state.paths.contains(path) {
@@ -267,7 +288,13 @@ impl Files {
                 state.inode = inode;
             }
             None => {
-                let state = State { paths: vec![path.clone()], opens: u32::from(alone), known: alone, inode };
+                let state = State {
+                    paths: vec![path.clone()],
+                    opens: u32::from(alone),
+                    known: alone,
+                    inode,
+                    unleasable: *lease == Lease::NotOurs,
+                };
                 self.by_wd.insert(wd, state);
             }
         }
@@ -323,8 +350,10 @@ impl Files {
 enum Lease {
     /// Granted: nobody else has the file open.
     Alone,
-    /// Refused: someone else has it open, or it is not ours to lease.
+    /// Refused: someone else has it open now.
     Refused,
+    /// Refused for good: the file is not ours to lease (another user's, without CAP_LEASE).
+    NotOurs,
     /// The system grants no leases here.
     Unavailable,
 }
@@ -344,7 +373,8 @@ fn lease(file: &File) -> Lease {
         return Lease::Alone;
     }
     match Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
-        Errno::AGAIN | Errno::ACCESS | Errno::PERM => Lease::Refused,
+        Errno::AGAIN => Lease::Refused,
+        Errno::ACCESS | Errno::PERM => Lease::NotOurs,
         _ => Lease::Unavailable,
     }
 }

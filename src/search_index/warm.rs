@@ -925,7 +925,8 @@ impl Warm {
         // tells: searched whatever their trigrams say.
         let open = self.watched.open_now();
         let open: Vec<u32> = open.iter().filter_map(|path| self.by_path.get(path).copied()).collect();
-        let open: Vec<u32> = open.into_iter().filter(|id| !ids.contains(id)).collect();
+        let already: HashSet<u32> = ids.iter().copied().collect();
+        let open: Vec<u32> = open.into_iter().filter(|id| !already.contains(id)).collect();
         ids.extend(open);
         ids.into_iter().filter_map(|id| self.files.get(id as usize)?.as_ref().map(|e| e.path.clone())).collect()
     }

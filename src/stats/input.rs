@@ -6,11 +6,16 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::line;
+use super::line::{self, Skip};
 use super::tally::Tally;
 
 /// The read buffer of one log (grown for a longer line).
 const BUFFER: usize = 256 * 1024;
+
+/// The longest line read. A log line is one entry; a longer line is no log's (`stats` named a file
+/// that is not a log, or one cut mid-write and appended to), so it is skipped as `too_long`
+/// rather than held whole in memory.
+const MAX_LINE: usize = 64 << 20;
 
 /// The log files `path` names: itself, or for a folder every `.jsonl` file below it, in path order
 /// (hidden and ignored files included: logs are often kept where version control ignores them);
@@ -42,9 +47,17 @@ pub fn read_log(tally: &mut Tally, name: &str, mut reader: impl Read, buffer: &m
     }
     // Bytes held: `start..end` is what is not read yet.
     let (mut start, mut end) = (0, 0);
+    // Inside a line past `MAX_LINE`, dropped up to its newline.
+    let mut skipping = false;
     loop {
         if end == buffer.len() {
-            if start == 0 {
+            if start == 0 && buffer.len() >= MAX_LINE {
+                if !skipping {
+                    tally.skip(Skip::TooLong);
+                    skipping = true;
+                }
+                (start, end) = (0, 0);
+            } else if start == 0 {
                 buffer.resize(buffer.len() * 2, 0);
             } else {
                 buffer.copy_within(start..end, 0);
@@ -60,7 +73,7 @@ pub fn read_log(tally: &mut Tally, name: &str, mut reader: impl Read, buffer: &m
             }
         };
         if read == 0 {
-            if start < end {
+            if start < end && !skipping {
                 line(tally, &buffer[start..end], true);
             }
             break;
@@ -70,7 +83,11 @@ pub fn read_log(tally: &mut Tally, name: &str, mut reader: impl Read, buffer: &m
         let mut from = start;
         for newline in memchr::memchr_iter(b'\n', &buffer[scanned..end]) {
             let at = scanned + newline;
-            line(tally, &buffer[from..at], false);
+            if skipping {
+                skipping = false;
+            } else {
+                line(tally, &buffer[from..at], false);
+            }
             from = at + 1;
         }
         start = from;
@@ -175,12 +192,45 @@ pub fn read_all(sources: &[Source], threads: usize) -> Tally {
     }
     let tallies: Vec<Tally> = std::thread::scope(|scope| {
         let handles: Vec<_> = runs.iter().map(|run| scope.spawn(move || read_run(run))).collect();
-        // A thread that panicked has no counts to give; the others' still count.
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        // A thread that panicked has no counts to give; the others' still count, and the report
+        // says which logs went uncounted.
+        let joined = handles.into_iter().zip(&runs).map(|(handle, run)| {
+            handle.join().unwrap_or_else(|_| {
+                let mut lost = Tally::new();
+                for source in run.iter() {
+                    let name = match source {
+                        Source::Stdin => "-".to_string(),
+                        Source::File(file, _) => file.display().to_string(),
+                        Source::Unreadable(name, _) => name.clone(),
+                    };
+                    lost.unreadable.push((name, "not counted: the thread reading it failed".to_string()));
+                }
+                lost
+            })
+        });
+        joined.collect()
     });
     let mut merged = Tally::new();
     for tally in tallies {
         merged.merge(tally);
     }
     merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_longer_than_any_entry_is_skipped_and_the_lines_after_it_still_count() {
+        let log = r#"{"type":"end","reason":"answered","turns":1}"#;
+        let long = std::io::repeat(b'x').take(MAX_LINE as u64 + 1);
+        let after = format!("\n{log}\n").into_bytes();
+        let reader = long.chain(after.as_slice());
+        let (mut tally, mut buffer) = (Tally::new(), Vec::new());
+        read_log(&mut tally, "long.jsonl", reader, &mut buffer);
+        assert_eq!(tally.skipped.get(&Skip::TooLong), Some(&1));
+        assert_eq!(tally.lines, 2);
+        assert!(buffer.len() <= MAX_LINE, "the buffer grew to {} bytes", buffer.len());
+    }
 }

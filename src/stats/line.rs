@@ -22,11 +22,14 @@ pub enum Skip {
     UnknownType,
     /// JSON that is not a log entry, or lacks what its type must have.
     Malformed,
+    /// Longer than any log entry (64 MiB): not read, so that memory stays bounded.
+    TooLong,
 }
 
 impl Skip {
     /// Every reason, in the order reports list them.
-    pub const ALL: [Skip; 5] = [Skip::Truncated, Skip::NotUtf8, Skip::NotJson, Skip::UnknownType, Skip::Malformed];
+    pub const ALL: [Skip; 6] =
+        [Skip::Truncated, Skip::NotUtf8, Skip::NotJson, Skip::UnknownType, Skip::Malformed, Skip::TooLong];
 
     /// The stable name.
     pub fn as_str(self) -> &'static str {
@@ -36,6 +39,7 @@ impl Skip {
             Skip::NotJson => "not_json",
             Skip::UnknownType => "unknown_type",
             Skip::Malformed => "malformed",
+            Skip::TooLong => "too_long",
         }
     }
 }

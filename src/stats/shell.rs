@@ -114,10 +114,18 @@ const FIND_EXEC: &[&str] = &["-exec", "-execdir", "-ok", "-okdir"];
 /// # Errors
 /// [`Unsplittable`] when a quote is left open.
 pub fn simple_commands(line: &str) -> Result<Vec<SimpleCommand>, Unsplittable> {
+    simple_commands_within(line, 0)
+}
+
+/// How deep wrappers, `find -exec` and `sh -c` strings are followed: a command line a model wrote
+/// may nest them without end, and each level is a frame of a reader thread's stack.
+const MAX_NESTING: usize = 16;
+
+fn simple_commands_within(line: &str, depth: usize) -> Result<Vec<SimpleCommand>, Unsplittable> {
     let mut commands = Vec::new();
     for segment in segments(line)? {
         let words = shlex::split(&segment.text).ok_or(Unsplittable)?;
-        command_from_words(words, segment.piped, false, &mut commands);
+        command_from_words(words, segment.piped, false, depth, &mut commands);
     }
     Ok(commands)
 }
@@ -320,7 +328,7 @@ fn is_assignment(word: &str) -> bool {
 }
 
 /// Builds the command (and the ones it runs) from a segment's words.
-fn command_from_words(words: Vec<String>, piped: bool, given_files: bool, out: &mut Vec<SimpleCommand>) {
+fn command_from_words(words: Vec<String>, piped: bool, given_files: bool, depth: usize, out: &mut Vec<SimpleCommand>) {
     let mut kept = Vec::with_capacity(words.len());
     let mut words = words.into_iter();
     while let Some(word) = words.next() {
@@ -347,9 +355,12 @@ fn command_from_words(words: Vec<String>, piped: bool, given_files: bool, out: &
     }
     let name = command_name(name);
     if let Some(wrapper) = WRAPPERS.iter().find(|w| w.name == name) {
+        if depth >= MAX_NESTING {
+            return;
+        }
         let inner = after_wrapper(wrapper, &words[1..]);
         // The wrapper itself (`xargs` alone echoes) is not a read of its own.
-        command_from_words(inner.to_vec(), piped, given_files || wrapper.gives_files, out);
+        command_from_words(inner.to_vec(), piped, given_files || wrapper.gives_files, depth + 1, out);
         return;
     }
     if SHELLS.contains(&name) {
@@ -357,7 +368,10 @@ fn command_from_words(words: Vec<String>, piped: bool, given_files: bool, out: &
         let mut options = words[1..].iter().take_while(|w| w.starts_with('-'));
         let runs_string = options.any(|w| !w.starts_with("--") && w.contains('c'));
         if let (true, Some(code)) = (runs_string, words[1..].iter().find(|w| !w.starts_with('-'))) {
-            if let Ok(commands) = simple_commands(code) {
+            if depth >= MAX_NESTING {
+                return;
+            }
+            if let Ok(commands) = simple_commands_within(code, depth + 1) {
                 out.extend(commands);
             }
             return;
@@ -374,8 +388,11 @@ fn command_from_words(words: Vec<String>, piped: bool, given_files: bool, out: &
         }
     }
     out.push(SimpleCommand { words, piped, given_files });
+    if depth >= MAX_NESTING {
+        return;
+    }
     for run in inner {
-        command_from_words(run, false, true, out);
+        command_from_words(run, false, true, depth + 1, out);
     }
 }
 
@@ -491,6 +508,15 @@ mod tests {
     fn a_shell_given_a_string_runs_its_commands() {
         assert_eq!(words("bash -lc 'cd src && cat main.rs'"), [vec!["cd", "src"], vec!["cat", "main.rs"]]);
         assert_eq!(words("sh run.sh"), [vec!["sh", "run.sh"]]);
+    }
+
+    #[test]
+    fn nesting_without_end_is_followed_only_so_deep() {
+        let deep = format!("{}cat secret", "nohup ".repeat(100_000));
+        assert!(simple_commands(&deep).is_ok_and(|c| c.is_empty()));
+        let shells = format!("{}cat secret{}", "sh -c '".repeat(20), "'".repeat(20));
+        assert!(simple_commands(&shells).is_ok());
+        assert_eq!(words("nohup nice cat a"), [vec!["cat", "a"]]);
     }
 
     #[test]

@@ -259,9 +259,9 @@ impl Tally {
         let (tokens, more) = (&mut self.tokens, later.tokens);
         tokens.sessions += more.sessions;
         tokens.turns += more.turns;
-        tokens.input += more.input;
-        tokens.output += more.output;
-        tokens.cached += more.cached;
+        tokens.input = tokens.input.saturating_add(more.input);
+        tokens.output = tokens.output.saturating_add(more.output);
+        tokens.cached = tokens.cached.saturating_add(more.cached);
         tokens.per_session_input.merge(&more.per_session_input);
         tokens.per_session_output.merge(&more.per_session_output);
         for (tool, calls) in later.tools {
@@ -330,10 +330,11 @@ impl Tally {
                 session.max_turn = session.max_turn.max(turn);
                 if let Some(usage) = usage {
                     let total = session.usage.get_or_insert_with(Usage::default);
-                    total.input_tokens += usage.input_tokens;
-                    total.output_tokens += usage.output_tokens;
+                    total.input_tokens = total.input_tokens.saturating_add(usage.input_tokens);
+                    total.output_tokens = total.output_tokens.saturating_add(usage.output_tokens);
                     if let Some(cached) = usage.cached_tokens {
-                        *total.cached_tokens.get_or_insert(0) += cached;
+                        let sum = total.cached_tokens.get_or_insert(0);
+                        *sum = sum.saturating_add(cached);
                     }
                     self.tokens.turns += 1;
                 }
@@ -365,9 +366,9 @@ impl Tally {
         }
         if let Some(usage) = session.usage {
             self.tokens.sessions += 1;
-            self.tokens.input += usage.input_tokens;
-            self.tokens.output += usage.output_tokens;
-            self.tokens.cached += usage.cached_tokens.unwrap_or(0);
+            self.tokens.input = self.tokens.input.saturating_add(usage.input_tokens);
+            self.tokens.output = self.tokens.output.saturating_add(usage.output_tokens);
+            self.tokens.cached = self.tokens.cached.saturating_add(usage.cached_tokens.unwrap_or(0));
             self.tokens.per_session_input.record(usage.input_tokens);
             self.tokens.per_session_output.record(usage.output_tokens);
         }
@@ -504,7 +505,11 @@ impl Tally {
         self.reading += 1;
         let mut served = Vec::new();
         for index in found {
-            let count = &mut self.patterns[index];
+            // A `Tally::default()` has no pattern counts yet: made when first needed.
+            if self.patterns.len() < PATTERNS.len() {
+                self.patterns.resize(PATTERNS.len(), PatternCount::default());
+            }
+            let Some(count) = self.patterns.get_mut(index) else { continue };
             count.count += 1;
             let example = example(&command);
             if count.examples.len() < EXAMPLES && !count.examples.contains(&example) {

@@ -194,7 +194,8 @@ fn sandbox_off_really_runs_unconfined() {
     let dir = workspace(&[]);
     let outside = tempfile::tempdir().unwrap();
     let server = LocalServer::start();
-    let off = Sandbox::builder().mode(SandboxMode::Off).build().unwrap();
+    // HOME is in every test's environment: dropped by name, it shows the policy applies when off.
+    let off = Sandbox::builder().mode(SandboxMode::Off).env_drop("HOME").build().unwrap();
     let mut host = host_with(dir.path(), off);
     let text = shell(&mut host, &format!("echo x > {}/written.txt && echo wrote", outside.path().display()));
     assert!(text.starts_with("exit code: 0\n--- stdout ---\nwrote\n"), "{text}");
@@ -213,7 +214,8 @@ fn sandbox_off_really_runs_unconfined() {
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     assert!(alive, "with the sandbox off, a setsid process is not ended");
     // The environment policy still applies.
-    assert!(shell(&mut host, "env").contains("PATH="));
+    let env = shell(&mut host, "env");
+    assert!(env.contains("PATH=") && !env.contains("\nHOME="), "{env}");
 }
 
 #[test]
