@@ -8,7 +8,7 @@
 //! stays quiet while tests crash workers on purpose.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,6 +38,7 @@ impl StderrRelay {
         let relay = std::thread::Builder::new().name("worker-stderr".into()).spawn(move || {
             let mut reader = BufReader::new(stderr);
             let mut line = Vec::new();
+            let mut stderr_gone = false;
             loop {
                 line.clear();
                 match reader.by_ref().take(LONGEST_LINE).read_until(b'\n', &mut line) {
@@ -45,14 +46,13 @@ impl StderrRelay {
                     Ok(_) => {}
                 }
                 let text = String::from_utf8_lossy(&line);
-                // Not `eprint!`, which panics when our own standard error is gone (a closed pipe):
-                // the relay must go on reading, or the child blocks on a full pipe.
-                let mut ours = std::io::stderr().lock();
-                let _ = ours.write_all(text.as_bytes());
-                if !text.ends_with('\n') {
-                    let _ = ours.write_all(b"\n");
+                // `eprint!`, not a write to `io::stderr()`, so that a test harness captures it. It
+                // panics when our own standard error is gone (a closed pipe); the relay must still
+                // go on reading, or the child blocks on a full pipe, so it stops printing instead.
+                if !stderr_gone {
+                    let newline = if text.ends_with('\n') { "" } else { "\n" };
+                    stderr_gone = std::panic::catch_unwind(|| eprint!("{text}{newline}")).is_err();
                 }
-                drop(ours);
                 if let Ok(mut seen) = theirs.0.lock() {
                     if let Some(kept) = worth_keeping(&text) {
                         if seen.last.len() == KEPT_LINES {

@@ -512,7 +512,7 @@ fn cut_corrupt_and_old_logs_are_counted_as_such_and_never_stop_the_report() {
     assert_eq!(inputs["logs"], 5, "cut, damaged, old, newer and empty; notes.txt is not a .jsonl: {inputs}");
     assert_eq!(
         inputs["skipped"],
-        json!({"total": 6, "truncated": 1, "not_utf8": 1, "not_json": 1, "unknown_type": 2, "malformed": 1})
+        json!({"total": 6, "truncated": 1, "not_utf8": 1, "not_json": 1, "unknown_type": 2, "malformed": 1, "too_long": 0})
     );
     assert_eq!(inputs["unreadable"], json!([{"path": missing, "error": "no such file or folder"}]));
     assert_eq!(inputs["log_versions"], json!({"1": 1, "2": 2, "3": 1}));
