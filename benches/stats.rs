@@ -164,6 +164,7 @@ fn write_log(path: &Path, catalogue: &Value, n: usize) {
         max_turns: 100,
         model: json!({"model": "bench-model", "base_url": "http://127.0.0.1:8080/v1"}),
         task: format!("Fix issue {n} in the query module."),
+        instructions: Vec::new(),
     });
     let mut messages = vec![
         Message::System(toolhost::agent::DEFAULT_SYSTEM_PROMPT.into()).to_json(),

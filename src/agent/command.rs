@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use clap::ValueEnum;
 
 use crate::agent::client::{ChatClient, ClientSettings};
+use crate::agent::instructions;
 use crate::agent::log::{self, SessionLog};
 use crate::agent::replay::{self, ReplayAnswers};
 use crate::agent::session::{End, Session, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TURNS};
@@ -144,8 +145,17 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
         eprintln!("toolhost: warning: Ctrl-C will not stop the session cleanly: {e}");
     }
 
+    let root = if setup.root.as_os_str().is_empty() { std::path::Path::new(".") } else { setup.root.as_path() };
+    let instructions = match crate::workspace::Workspace::new(root) {
+        Ok(workspace) => instructions::gather(&workspace, crate::config::user_config_dir().as_deref()),
+        Err(e) => return settings_error(&e),
+    };
+    for problem in &instructions.problems {
+        eprintln!("toolhost: warning: {problem}");
+    }
     let mut client = ChatClient::new(settings).stop_on(stop.clone());
     let mut session = Session::new(handle, &mut client)
+        .instructions(&instructions)
         .dialect(dialect)
         .strict(provider.strict_tools.unwrap_or(false))
         .max_turns(args.max_turns as usize)

@@ -55,6 +55,9 @@ pub enum Entry {
         model: Value,
         /// The task.
         task: String,
+        /// The instructions files whose text followed the system prompt (`AGENTS.md`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        instructions: Vec<crate::agent::instructions::Included>,
     },
     /// One request to the model.
     Request {

@@ -38,6 +38,7 @@
 pub mod client;
 pub mod command;
 mod dialect;
+pub mod instructions;
 pub mod log;
 pub mod model;
 pub mod replay;

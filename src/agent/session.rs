@@ -153,6 +153,8 @@ pub struct Session<'a> {
     max_calls: usize,
     max_turn_chars: usize,
     system: String,
+    /// The instructions files in `system`, for the log.
+    instructions: Vec<crate::agent::instructions::Included>,
     log: Option<SessionLog>,
     on_call: Option<OnCall<'a>>,
     stop: Stop,
@@ -171,6 +173,7 @@ impl<'a> Session<'a> {
             max_calls: DEFAULT_MAX_CALLS_PER_REPLY,
             max_turn_chars: DEFAULT_MAX_TURN_RESULT_CHARS,
             system: DEFAULT_SYSTEM_PROMPT.to_string(),
+            instructions: Vec::new(),
             log: None,
             on_call: None,
             stop: Stop::new(),
@@ -217,6 +220,16 @@ impl<'a> Session<'a> {
         self
     }
 
+    /// Puts project instructions (see [`instructions::gather`](crate::agent::instructions::gather))
+    /// after the system prompt; the session log notes which files they came from.
+    pub fn instructions(mut self, found: &crate::agent::instructions::Instructions) -> Self {
+        if !found.text.is_empty() {
+            self.system = format!("{}\n\n{}", self.system.trim_end(), found.text);
+            self.instructions.extend(found.files.iter().cloned());
+        }
+        self
+    }
+
     /// Writes the session log there as the session goes.
     pub fn log(mut self, log: SessionLog) -> Self {
         self.log = Some(log);
@@ -250,6 +263,7 @@ impl<'a> Session<'a> {
             max_turns: self.max_turns,
             model: self.model.describe(),
             task: task.to_string(),
+            instructions: self.instructions.clone(),
         })?;
         let speaker = match Speaker::new(&self.handle, self.dialect, self.strict) {
             Ok(speaker) => speaker,

@@ -18,7 +18,7 @@
 //! ([`value_procedures`]): `file-lines`, `shell-run` and `grep-matches`, each guarded as the tool it
 //! reads through.
 
-mod file;
+pub(crate) mod file;
 mod fs_edit;
 mod fs_list;
 mod fs_read;

@@ -861,3 +861,41 @@ fn agent_takes_max_calls_per_reply_from_the_config() {
     let results = tool_results(&server.requests()[1]);
     assert!(results[2].1.contains("not run") && results[2].1.contains("at most 2"), "{}", results[2].1);
 }
+
+#[test]
+fn agents_md_of_the_user_and_the_project_follow_the_system_prompt_and_the_log_says_so() {
+    let dir = workspace(&[("AGENTS.md", "Run `make check` before you answer.\n")]);
+    let server = ModelServer::start(vec![Scripted::text("done")]);
+    let home = Home::new();
+    write(&home.toolhost_config_dir(), "AGENTS.md", "Answer in British English.\n");
+    let log = dir.path().join("session.jsonl");
+    let (url, log_arg) = (server.base_url(), log.display().to_string());
+    let out = run(&home, dir.path(), &["agent", "--base-url", &url, "--model", "m", "--log", &log_arg, "Hello."]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let request = server.requests()[0].json();
+    let system = request["messages"][0]["content"].as_str().unwrap_or_default().to_string();
+    assert!(system.starts_with(&toolhost::agent::DEFAULT_SYSTEM_PROMPT[..40]), "{system}");
+    let (user, project) = (system.find("British English"), system.find("make check"));
+    assert!(user.is_some() && project.is_some() && user < project, "the user's, then the project's: {system}");
+    let first = std::fs::read_to_string(&log).unwrap().lines().next().unwrap_or_default().to_string();
+    let session: Value = serde_json::from_str(&first).unwrap();
+    let files: Vec<&str> =
+        session["instructions"].as_array().unwrap().iter().filter_map(|f| f["path"].as_str()).collect();
+    assert_eq!(files.len(), 2, "{session}");
+    assert!(files[0].ends_with("toolhost/AGENTS.md") && files[1] == "AGENTS.md", "{files:?}");
+}
+
+#[test]
+fn an_agents_md_that_leads_out_of_the_workspace_is_not_sent_to_the_model() {
+    let dir = workspace(&[]);
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("id_key"), "SECRET-KEY-MATERIAL\n").unwrap();
+    std::os::unix::fs::symlink(outside.path().join("id_key"), dir.path().join("AGENTS.md")).unwrap();
+    let server = ModelServer::start(vec![Scripted::text("done")]);
+    let home = Home::new();
+    let url = server.base_url();
+    let out = run(&home, dir.path(), &["agent", "--base-url", &url, "--model", "m", "Hello."]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!server.requests()[0].body.contains("SECRET-KEY-MATERIAL"));
+    assert!(stderr(&out).contains("AGENTS.md is not included"), "{}", stderr(&out));
+}
