@@ -62,6 +62,7 @@
 //! | [`sandbox`] | the shell sandbox: what a `shell-exec` command may write, reach and leave behind |
 //! | [`config`] | config files: reading, checking and merging them |
 //! | [`source`] | reading the files toolhost obeys or runs: regular files only, capped, never blocking |
+//! | [`tool_source`] | sources of tools a host starts with itself: the `[[mcp]]` servers, an embedder's own |
 //! | [`trust`] | workspace trust: which workspaces' own config and tools may load |
 //! | [`setup`] | what the command line builds a host from: config, trust and flags |
 //! | `tools` | the built-in tools |
@@ -78,12 +79,14 @@
 //! | [`check`], [`scheme_test`] | the tool author's `toolhost check` and `toolhost test` |
 //! | [`repl`], [`cli`] | the REPL and the command line |
 
+#[cfg(feature = "agent")]
 pub mod agent;
 pub mod args;
 mod bindings;
 mod bridge;
 pub mod call;
 pub mod check;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;
 pub mod context;
@@ -92,11 +95,13 @@ pub mod error;
 pub mod guard;
 pub mod handle;
 pub mod host;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod param;
 pub mod pformat;
 pub mod registry;
 mod relay;
+#[cfg(feature = "cli")]
 pub mod repl;
 pub mod sandbox;
 pub mod schema;
@@ -107,6 +112,7 @@ pub mod source;
 pub mod spec;
 pub mod strict;
 pub mod tidy;
+pub mod tool_source;
 mod tools;
 pub mod trust;
 pub mod typed;
@@ -125,10 +131,12 @@ pub use param::{Param, ParamType, Signature, Skipped};
 pub use registry::{Handler, Primitive, Registry};
 pub use sandbox::Sandbox;
 pub use spec::{Annotations, SpecSet, ToolSpec};
+pub use tool_source::{SourceTools, ToolSource};
 pub use typed::Tool;
 pub use workspace::Workspace;
 
 /// The README's Rust examples, compiled and run as doctests so they cannot rot.
-#[cfg(doctest)]
+// Its agent example needs the `agent` feature.
+#[cfg(all(doctest, feature = "agent"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

@@ -36,6 +36,7 @@
 //! | [`command`] | `toolhost agent` and `toolhost replay` |
 
 pub mod client;
+#[cfg(feature = "cli")]
 pub mod command;
 mod dialect;
 pub mod log;
