@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -63,20 +63,6 @@ impl Interrupter {
 
 /// What an interrupted run reports.
 const INTERRUPTED: &str = "interrupted";
-
-/// steel decides its home folder once per process, the first time it compiles anything: from
-/// `STEEL_HOME`, or else by creating a folder in the user's data directory and printing "Unable to
-/// create steel home directory" to standard error when it cannot. toolhost reads nothing from there,
-/// so when the variable is unset it points steel at a folder name in the temporary directory
-/// (steel does not create it), before the first engine is built.
-fn settle_steel_home() {
-    static SETTLED: Once = Once::new();
-    SETTLED.call_once(|| {
-        if std::env::var_os("STEEL_HOME").is_none() {
-            std::env::set_var("STEEL_HOME", std::env::temp_dir().join("toolhost-steel-home"));
-        }
-    });
-}
 
 /// Settings for a [`Host`]. `Send`, so a host can be built on the thread that will own it.
 ///
@@ -264,7 +250,6 @@ impl HostBuilder {
     /// When the workspace root does not exist, a tool folder given with [`HostBuilder::tool_dir`]
     /// does not exist, a Rust tool is refused by the registry, or the prelude fails to load (a bug).
     pub fn build(mut self) -> Result<Host> {
-        settle_steel_home();
         let workspace = Workspace::new(&self.root)?;
         if let Some(missing) = self.tool_dirs.iter().find(|d| !d.is_dir()) {
             return Err(Error::config(format!("the tool folder {} does not exist", missing.display())));

@@ -74,10 +74,20 @@
 //! | [`handle`] | the host on its own thread, reached through a `Send + Sync` handle |
 //! | [`worker`] | the host in a worker process under limits, restarted when it dies or overruns |
 //! | `relay` | a worker's standard error relayed to ours, its last lines kept to say why it died |
-//! | [`agent`] | the agent loop: the model client, the loop, the session log and replay |
-//! | [`mcp`] | MCP both ways: `[[mcp]]` servers' tools as primitives, and `toolhost mcp` |
+//! | `agent` | the agent loop: the model client, the loop, the session log and replay (feature `agent`) |
+//! | `mcp` | MCP both ways: `[[mcp]]` servers' tools as primitives, and `toolhost mcp` (feature `mcp`) |
 //! | [`check`], [`scheme_test`] | the tool author's `toolhost check` and `toolhost test` |
-//! | [`repl`], [`cli`] | the REPL and the command line |
+//! | `repl`, `cli` | the REPL and the command line (feature `cli`) |
+//!
+//! # Features
+//!
+//! `cli` (the `toolhost` executable), `mcp` (`[[mcp]]` servers and `McpServer`) and `agent`
+//! (the agent loop), all on by default; without them the crate is the core above. The library
+//! never changes the process environment: steel picks its home folder once per process from
+//! `STEEL_HOME` (else it creates `$XDG_DATA_HOME/steel`), so set that in `main` before the first
+//! host if you want neither.
+
+#![deny(missing_docs)]
 
 #[cfg(feature = "agent")]
 pub mod agent;

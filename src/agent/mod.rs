@@ -33,11 +33,11 @@
 //! | [`mod@log`] | the session log: its format, writing and reading |
 //! | [`mod@replay`] | replaying a session log through a fresh host |
 //! | `stop` | stopping a session from outside (Ctrl-C) |
-//! | [`command`] | `toolhost agent` and `toolhost replay` |
+//! | `command` | `toolhost agent` and `toolhost replay` (feature `cli`) |
 
 pub mod client;
 #[cfg(feature = "cli")]
-pub mod command;
+pub(crate) mod command;
 mod dialect;
 pub mod log;
 pub mod model;
