@@ -89,6 +89,12 @@
 
 #![deny(missing_docs)]
 
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "toolhost runs on Linux only: it relies on inotify, openat/O_NOFOLLOW path walking, Landlock, \
+     namespaces, pidfds, process groups and prlimit (see the README, \"Platform\")."
+);
+
 #[cfg(feature = "agent")]
 pub mod agent;
 pub mod args;
