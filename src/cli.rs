@@ -133,10 +133,13 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
         #[arg(long)]
         terminal: bool,
     },
+    #[cfg(feature = "agent")]
     /// Run the agent loop on TASK with the configured model; print its final answer.
     Agent(crate::agent::command::AgentArgs),
+    #[cfg(feature = "agent")]
     /// Run a session log's calls again without a model; exit 1 if any result differs.
     Replay(crate::agent::command::ReplayArgs),
+    #[cfg(feature = "mcp")]
     /// Serve every tool of the host as an MCP server over standard input and output.
     Mcp,
     /// Load tool files in a fresh host and report each tool's signature and source, load errors
@@ -215,8 +218,11 @@ pub fn main() -> i32 {
     match &cli.command {
         Command::Trust => return trust_workspace(&flags),
         Command::Untrust => return untrust_workspace(&flags),
+        #[cfg(feature = "agent")]
         Command::Agent(args) => return crate::agent::command::agent(&flags, args),
+        #[cfg(feature = "agent")]
         Command::Replay(args) => return crate::agent::command::replay(&flags, args),
+        #[cfg(feature = "mcp")]
         Command::Mcp => return crate::mcp::serve(&flags),
         Command::Check(args) => return crate::check::command(&flags, args),
         Command::Test(args) => return crate::scheme_test::command(&flags, args),
@@ -317,7 +323,11 @@ pub fn main() -> i32 {
             out!("{}", pformat::parse_to_json(&text, &host.specs()));
             0
         }
-        Command::Trust | Command::Untrust | Command::Agent(_) | Command::Replay(_) | Command::Mcp => 0,
+        Command::Trust | Command::Untrust => 0,
+        #[cfg(feature = "agent")]
+        Command::Agent(_) | Command::Replay(_) => 0,
+        #[cfg(feature = "mcp")]
+        Command::Mcp => 0,
         Command::Check(_) | Command::Test(_) | Command::Stats(_) | Command::Worker { .. } => 0,
     }
 }

@@ -193,6 +193,17 @@ pub struct McpServerConfig {
     pub origin: String,
 }
 
+impl McpServerConfig {
+    /// `error` located where the server was written (its `origin`, `file:line`).
+    pub fn locate(&self, error: Error) -> Error {
+        match self.origin.rsplit_once(':') {
+            Some((file, line)) if line.parse::<usize>().is_ok() => error.at(file, line.parse().ok()),
+            _ if self.origin.is_empty() => error,
+            _ => error.at(self.origin.as_str(), None),
+        }
+    }
+}
+
 /// What one config file sets, checked, with relative tool folders resolved. Merge layers with
 /// [`merge`].
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -192,7 +192,8 @@ fn boxed(f: impl Fn(&[SteelVal]) -> steel::rvals::Result<SteelVal> + Send + Sync
 static MID_LINE: AtomicBool = AtomicBool::new(false);
 
 /// Ends the line scripts' `display` output left open, so what is printed next (a value, the REPL's
-/// prompt, which redraws its line) does not hide it.
+/// prompt, which redraws its line) does not hide it. Only the command line prints so.
+#[cfg(feature = "cli")]
 pub(crate) fn end_display_line() {
     if MID_LINE.swap(false, Ordering::Relaxed) {
         let mut stdout = std::io::stdout().lock();

@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -20,15 +20,15 @@ use crate::args;
 use crate::bindings::{Bindings, Failure};
 use crate::bridge::{self, steel_message, Shared};
 use crate::call::{self, CallOptions, CallRecord, CallRequest};
-use crate::config::{Config, McpServerConfig};
+use crate::config::Config;
 use crate::context::{Cancel, Limits, ToolCtx};
 use crate::engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::guard::{Confirmer, Guard};
-use crate::mcp::McpClients;
 use crate::registry::{Handler, Primitive, Registry};
 use crate::sandbox::Sandbox;
 use crate::spec::SpecSet;
+use crate::tool_source::ToolSource;
 use crate::tools;
 use crate::trust::{Admission, TrustRule};
 use crate::value::write_scheme;
@@ -64,20 +64,6 @@ impl Interrupter {
 /// What an interrupted run reports.
 const INTERRUPTED: &str = "interrupted";
 
-/// steel decides its home folder once per process, the first time it compiles anything: from
-/// `STEEL_HOME`, or else by creating a folder in the user's data directory and printing "Unable to
-/// create steel home directory" to standard error when it cannot. toolhost reads nothing from there,
-/// so when the variable is unset it points steel at a folder name in the temporary directory
-/// (steel does not create it), before the first engine is built.
-fn settle_steel_home() {
-    static SETTLED: Once = Once::new();
-    SETTLED.call_once(|| {
-        if std::env::var_os("STEEL_HOME").is_none() {
-            std::env::set_var("STEEL_HOME", std::env::temp_dir().join("toolhost-steel-home"));
-        }
-    });
-}
-
 /// Settings for a [`Host`]. `Send`, so a host can be built on the thread that will own it.
 ///
 /// ```no_run
@@ -99,7 +85,7 @@ pub struct HostBuilder {
     extra: Vec<Primitive>,
     trusted_scripts: bool,
     display_to_stderr: bool,
-    mcp_servers: Vec<McpServerConfig>,
+    tool_sources: Vec<Box<dyn ToolSource>>,
 }
 
 /// How a host treats the workspace's own tool files.
@@ -131,7 +117,7 @@ impl HostBuilder {
             extra: Vec::new(),
             trusted_scripts: false,
             display_to_stderr: false,
-            mcp_servers: Vec::new(),
+            tool_sources: Vec::new(),
         }
     }
 
@@ -199,8 +185,11 @@ impl HostBuilder {
     }
 
     /// Applies a config (design section 17): its limits, its shell sandbox, its guard rules and
-    /// default, its tool folders, whether scripts are trusted, and its `[[mcp]]` servers. A
-    /// confirmer set with [`HostBuilder::confirmer`] is kept.
+    /// default, its tool folders and whether scripts are trusted. A confirmer set with
+    /// [`HostBuilder::confirmer`] is kept. Its `[[mcp]]` servers are a tool source of their own:
+    /// [`crate::setup::Setup::builder`] adds them as the command line does, or add
+    /// `toolhost::mcp::McpClients::configured(config.mcp.clone())` with
+    /// [`HostBuilder::tool_source`].
     ///
     /// # Errors
     /// A rule whose glob does not compile (the config reader checks them first), or a folder the
@@ -210,8 +199,7 @@ impl HostBuilder {
             .limits(Limits::from_config(config))
             .sandbox(Sandbox::from_config(config)?)
             .guard(Guard::from_config(config)?)
-            .trusted_scripts(config.scripts_trusted.unwrap_or(false))
-            .mcp_servers(config.mcp.clone());
+            .trusted_scripts(config.scripts_trusted.unwrap_or(false));
         for dir in &config.tools {
             if !dir.is_dir() {
                 let files: Vec<String> = config.files.iter().map(|f| f.display().to_string()).collect();
@@ -239,11 +227,12 @@ impl HostBuilder {
         self
     }
 
-    /// MCP servers to start when the host is built; each of their tools becomes a primitive named
-    /// `server.tool` (see [`crate::mcp`]). A server that does not start is one of
-    /// [`Host::load_errors`], and the rest of the host works without it.
-    pub fn mcp_servers(mut self, servers: Vec<McpServerConfig>) -> Self {
-        self.mcp_servers = servers;
+    /// A source of tools to start when the host is built (the `[[mcp]]` servers of a config, say):
+    /// its tools are registered after the Rust tools, what goes wrong is one of
+    /// [`Host::load_errors`], and the rest of the host works without it. The host keeps the source
+    /// until it is dropped.
+    pub fn tool_source(mut self, source: impl ToolSource) -> Self {
+        self.tool_sources.push(Box::new(source));
         self
     }
 
@@ -261,7 +250,6 @@ impl HostBuilder {
     /// When the workspace root does not exist, a tool folder given with [`HostBuilder::tool_dir`]
     /// does not exist, a Rust tool is refused by the registry, or the prelude fails to load (a bug).
     pub fn build(mut self) -> Result<Host> {
-        settle_steel_home();
         let workspace = Workspace::new(&self.root)?;
         if let Some(missing) = self.tool_dirs.iter().find(|d| !d.is_dir()) {
             return Err(Error::config(format!("the tool folder {} does not exist", missing.display())));
@@ -272,7 +260,7 @@ impl HostBuilder {
         let mut scheme_names: HashSet<String> =
             engine.globals().iter().map(|name| name.resolve().to_string()).collect();
         scheme_names.extend(prelude_names());
-        let (mcp, load_errors) = start_mcp(&self.mcp_servers, workspace.root(), &mut registry, &scheme_names);
+        let load_errors = start_sources(&mut self.tool_sources, &workspace, &mut registry, &scheme_names);
         let guard = self.guard_with_confirmer();
         let hidden = guard.hidden();
         let ctx = ToolCtx {
@@ -308,7 +296,7 @@ impl HostBuilder {
             loaded_files: Vec::new(),
             origins: HashMap::new(),
             sources: Vec::new(),
-            mcp,
+            tool_sources: std::mem::take(&mut self.tool_sources),
         };
         let prelude = host.load_text("prelude.scm", PRELUDE, true)?;
         host.scheme_tools = prelude.last().and_then(SchemeTools::from_prelude);
@@ -443,8 +431,6 @@ pub struct Host {
     scheme_procs: HashMap<String, (SteelVal, Option<SteelVal>)>,
     load_errors: Vec<Error>,
     trusted_scripts: bool,
-    /// The MCP servers whose tools are registered; dropped after the registry that calls them.
-    mcp: Option<McpClients>,
     /// The tool folders loaded from disk at start-up, in order: [`Host::reload`] loads them again.
     tool_dirs: Vec<PathBuf>,
     /// How the workspace's own tool files load: a reload applies the trust rule again.
@@ -463,6 +449,10 @@ pub struct Host {
     /// The text of every file loaded, by the name errors give it, so the span of an error raised
     /// inside a tool (which steel keeps with the text, not the file name) maps to a file and line.
     sources: Vec<(String, Arc<str>)>,
+    /// Where tools beyond the Rust and Scheme ones came from (the MCP servers); last, so they are
+    /// dropped after the registry whose handlers call them. Held, never read.
+    #[allow(dead_code)]
+    tool_sources: Vec<Box<dyn ToolSource>>,
 }
 
 /// The prelude's hold on the Scheme tools' table (the value of its last form): a procedure that
@@ -576,11 +566,6 @@ impl Host {
     /// [`HostBuilder::trusted_project`]), in one line to show; `None` when nothing was.
     pub fn skipped_notice(&self) -> Option<&str> {
         self.skipped_notice.as_deref()
-    }
-
-    /// The MCP servers this host is a client of, when it has any.
-    pub fn mcp_clients(&self) -> Option<&McpClients> {
-        self.mcp.as_ref()
     }
 
     /// The workspace.
@@ -1199,35 +1184,38 @@ fn is_reloadable_error(e: &Error) -> bool {
     e.file().is_some_and(|f| f != "prelude.scm" && !SHIPPED_TOOLS.iter().any(|(name, _)| *name == f))
 }
 
-/// Starts the MCP servers and registers their tools. What fails (a server that does not start, a
-/// tool whose name cannot be registered) becomes a load error; a call naming a tool of a server that
-/// did not start is told so.
-fn start_mcp(
-    servers: &[McpServerConfig],
-    root: &Path,
+/// Starts the tool sources and registers their tools. What fails (a source's own problems, a tool
+/// whose name cannot be registered) becomes a load error; a call naming a tool a source reported
+/// unavailable is told why.
+fn start_sources(
+    sources: &mut [Box<dyn ToolSource>],
+    workspace: &Workspace,
     registry: &mut Registry,
     scheme_names: &HashSet<String>,
-) -> (Option<McpClients>, Vec<Error>) {
-    if servers.is_empty() {
-        return (None, Vec::new());
-    }
-    let clients = McpClients::start(servers, root);
-    let mut errors = clients.problems().to_vec();
-    for tool in clients.primitives() {
-        let name = tool.name();
-        let registered = if scheme_names.contains(name) {
-            Err(Error::new(ErrorKind::InvalidDefinition, format!("\"{name}\" is already a Scheme name")))
-        } else {
-            registry.register(tool.clone())
-        };
-        if let Err(e) = registered {
-            errors.push(Error::new(e.kind(), format!("MCP tool {name} is not registered: {}", e.message())));
+) -> Vec<Error> {
+    let mut errors = Vec::new();
+    for source in sources {
+        let given = source.start(workspace);
+        errors.extend(given.problems);
+        for tool in given.tools {
+            let name = tool.name().to_string();
+            let registered = if scheme_names.contains(&name) {
+                Err(Error::new(ErrorKind::InvalidDefinition, format!("\"{name}\" is already a Scheme name")))
+            } else {
+                registry.register(tool)
+            };
+            if let Err(e) = registered {
+                errors.push(Error::new(
+                    e.kind(),
+                    format!("tool {name} of a tool source is not registered: {}", e.message()),
+                ));
+            }
+        }
+        for (prefix, why) in given.unavailable {
+            registry.note_unavailable(prefix, why);
         }
     }
-    for (server, why) in clients.failed() {
-        registry.note_unavailable(format!("{server}."), format!("the MCP server \"{server}\" did not start: {why}"));
-    }
-    (Some(clients), errors)
+    errors
 }
 
 /// Reads a Scheme file (a regular file of at most [`crate::source::SCHEME_CAP`] bytes, never

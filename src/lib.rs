@@ -62,6 +62,7 @@
 //! | [`sandbox`] | the shell sandbox: what a `shell-exec` command may write, reach and leave behind |
 //! | [`config`] | config files: reading, checking and merging them |
 //! | [`source`] | reading the files toolhost obeys or runs: regular files only, capped, never blocking |
+//! | [`tool_source`] | sources of tools a host starts with itself: the `[[mcp]]` servers, an embedder's own |
 //! | [`trust`] | workspace trust: which workspaces' own config and tools may load |
 //! | [`setup`] | what the command line builds a host from: config, trust and flags |
 //! | `tools` | the built-in tools |
@@ -73,18 +74,36 @@
 //! | [`handle`] | the host on its own thread, reached through a `Send + Sync` handle |
 //! | [`worker`] | the host in a worker process under limits, restarted when it dies or overruns |
 //! | `relay` | a worker's standard error relayed to ours, its last lines kept to say why it died |
-//! | [`agent`] | the agent loop: the model client, the loop, the session log and replay |
-//! | [`mcp`] | MCP both ways: `[[mcp]]` servers' tools as primitives, and `toolhost mcp` |
+//! | `agent` | the agent loop: the model client, the loop, the session log and replay (feature `agent`) |
+//! | `mcp` | MCP both ways: `[[mcp]]` servers' tools as primitives, and `toolhost mcp` (feature `mcp`) |
 //! | [`check`], [`scheme_test`] | the tool author's `toolhost check` and `toolhost test` |
 //! | [`stats`] | `toolhost stats`: what session logs say, counted |
-//! | [`repl`], [`cli`] | the REPL and the command line |
+//! | `repl`, `cli` | the REPL and the command line (feature `cli`) |
+//!
+//! # Features
+//!
+//! `cli` (the `toolhost` executable), `mcp` (`[[mcp]]` servers and `McpServer`) and `agent`
+//! (the agent loop), all on by default; without them the crate is the core above. The library
+//! never changes the process environment: steel picks its home folder once per process from
+//! `STEEL_HOME` (else it creates `$XDG_DATA_HOME/steel`), so set that in `main` before the first
+//! host if you want neither.
 
+#![deny(missing_docs)]
+
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "toolhost runs on Linux only: it relies on inotify, openat/O_NOFOLLOW path walking, Landlock, \
+     namespaces, pidfds, process groups and prlimit (see the README, \"Platform\")."
+);
+
+#[cfg(feature = "agent")]
 pub mod agent;
 pub mod args;
 mod bindings;
 mod bridge;
 pub mod call;
 pub mod check;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;
 pub mod context;
@@ -93,11 +112,13 @@ pub mod error;
 pub mod guard;
 pub mod handle;
 pub mod host;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod param;
 pub mod pformat;
 pub mod registry;
 mod relay;
+#[cfg(feature = "cli")]
 pub mod repl;
 pub mod sandbox;
 pub mod schema;
@@ -109,6 +130,7 @@ pub mod spec;
 pub mod stats;
 pub mod strict;
 pub mod tidy;
+pub mod tool_source;
 mod tools;
 pub mod trust;
 pub mod typed;
@@ -127,10 +149,12 @@ pub use param::{Param, ParamType, Signature, Skipped};
 pub use registry::{Handler, Primitive, Registry};
 pub use sandbox::Sandbox;
 pub use spec::{Annotations, SpecSet, ToolSpec};
+pub use tool_source::{SourceTools, ToolSource};
 pub use typed::Tool;
 pub use workspace::Workspace;
 
 /// The README's Rust examples, compiled and run as doctests so they cannot rot.
-#[cfg(doctest)]
+// Its agent example needs the `agent` feature.
+#[cfg(all(doctest, feature = "agent"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

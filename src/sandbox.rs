@@ -1,7 +1,7 @@
 //! The shell sandbox (design section 19): what bounds a `shell-exec` command the guard allowed. It
 //! owns the `[shell]` settings as the host uses them ([`Sandbox`]), what this kernel can confine
-//! ([`Support`], probed once per process), and starting one command confined ([`Sandbox::prepare`],
-//! then [`Prepared::spawn`]). Running the command, its timeout and its output stay in
+//! ([`Support`], probed once per process), and starting one command confined (`Sandbox::prepare`,
+//! then `Prepared::spawn`). Running the command, its timeout and its output stay in
 //! `crate::tools::shell_exec`.
 //!
 //! # The parts

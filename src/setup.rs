@@ -5,10 +5,11 @@
 
 use std::path::PathBuf;
 
-use crate::config::{self, Config};
+use crate::config::{self, Config, McpServerConfig};
 use crate::error::{Error, Result};
 use crate::guard::{self, Confirmer};
 use crate::host::HostBuilder;
+use crate::tool_source::ToolSource;
 use crate::trust::{Admission, Ask, TrustRule};
 
 /// The command line's say in a host: the flags every command shares.
@@ -104,9 +105,9 @@ impl Setup {
         })
     }
 
-    /// A host builder with these settings and the flags on top: the config's limits, guard rules
-    /// and tool folders, then `--tools` folders; `--yes` answers confirmations, else `confirmer`
-    /// does (none: confirm means deny).
+    /// A host builder with these settings and the flags on top: the config's limits, guard rules,
+    /// tool folders and `[[mcp]]` servers (see [`Setup::add_mcp_servers`]), then `--tools`
+    /// folders; `--yes` answers confirmations, else `confirmer` does (none: confirm means deny).
     ///
     /// # Errors
     /// A rule whose glob does not compile (the config reader checks them first).
@@ -114,6 +115,7 @@ impl Setup {
         let mut builder = HostBuilder::new(&self.root)
             .trusted_project(self.trust_rule.clone(), Some(self.project.clone()))
             .config(&self.config)?;
+        builder = self.add_mcp_servers(builder);
         for dir in &flags.tool_dirs {
             builder = builder.tool_dir(dir);
         }
@@ -123,4 +125,25 @@ impl Setup {
         }
         Ok(builder)
     }
+
+    /// Adds the config's `[[mcp]]` servers to `builder` as a tool source. In a build without the
+    /// `mcp` feature nothing is started: each server is a load error that says so.
+    pub fn add_mcp_servers(&self, builder: HostBuilder) -> HostBuilder {
+        if self.config.mcp.is_empty() {
+            return builder;
+        }
+        builder.tool_source(mcp_servers(self.config.mcp.clone()))
+    }
+}
+
+/// The tool source of a config's `[[mcp]]` servers.
+#[cfg(feature = "mcp")]
+fn mcp_servers(servers: Vec<McpServerConfig>) -> impl ToolSource {
+    crate::mcp::McpClients::configured(servers)
+}
+
+/// Without the `mcp` feature, the servers are reported, not started.
+#[cfg(not(feature = "mcp"))]
+fn mcp_servers(servers: Vec<McpServerConfig>) -> impl ToolSource {
+    crate::tool_source::McpNotBuilt(servers)
 }

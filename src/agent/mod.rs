@@ -33,10 +33,11 @@
 //! | [`mod@log`] | the session log: its format, writing and reading |
 //! | [`mod@replay`] | replaying a session log through a fresh host |
 //! | `stop` | stopping a session from outside (Ctrl-C) |
-//! | [`command`] | `toolhost agent` and `toolhost replay` |
+//! | `command` | `toolhost agent` and `toolhost replay` (feature `cli`) |
 
 pub mod client;
-pub mod command;
+#[cfg(feature = "cli")]
+pub(crate) mod command;
 mod dialect;
 pub mod instructions;
 pub mod log;

@@ -6,9 +6,9 @@
 //!
 //! Failure is the server's, never the host's:
 //! - a server that does not start (its command is missing, it exits, it does not answer in time, it
-//!   answers something that is not MCP) is reported in [`McpClients::problems`], which the host adds
-//!   to its load errors (the command line prints them once on standard error); its tools are not
-//!   registered, and a call naming one is an `unknown_tool` error that says the server did not start.
+//!   answers something that is not MCP) is one of the problems [`McpClients`] gives as a
+//!   [`ToolSource`] when it starts, which the host adds to its load errors (the command line prints
+//!   them once on standard error); its tools are not registered, and a call naming one is an `unknown_tool` error that says the server did not start.
 //!   It is not retried: its tool list was never known.
 //! - a server that stops while the host runs (it exits, it is killed, its connection drops) is
 //!   reported once on standard error, and the next call of one of its tools starts it again (its
@@ -22,7 +22,7 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc, Mutex as StdMutex};
+use std::sync::{mpsc, Arc, Mutex as StdMutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
@@ -38,6 +38,8 @@ use crate::config::{McpServerConfig, McpTransport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mcp::convert;
 use crate::registry::{Handler, Primitive, RustHandler};
+use crate::tool_source::{SourceTools, ToolSource};
+use crate::workspace::Workspace;
 
 /// How long one call (and starting a server) may take when the config sets no `timeout_s`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -57,8 +59,8 @@ const STDERR_GRACE: Duration = Duration::from_secs(2);
 
 type Service = RunningService<RoleClient, ClientConfig>;
 
-/// The MCP servers of a host: started together, their tools as primitives, their failures as
-/// errors. Dropping it shuts the servers down.
+/// The MCP servers of a host: a [`ToolSource`] that starts them together, gives their tools as
+/// primitives and their failures as load errors. Dropping it shuts the servers down.
 ///
 /// ```no_run
 /// use toolhost::config::{McpServerConfig, McpTransport};
@@ -70,36 +72,41 @@ type Service = RunningService<RoleClient, ClientConfig>;
 ///     timeout_s: None,
 ///     origin: "example".into(),
 /// };
-/// // A host starts its servers itself (`HostBuilder::mcp_servers`, or `[[mcp]]` in a config):
-/// let host = toolhost::HostBuilder::new(".").mcp_servers(vec![server.clone()]).build().unwrap();
+/// // A host starts its servers itself (`[[mcp]]` in a config does this through `Setup::builder`):
+/// let host = toolhost::HostBuilder::new(".").tool_source(McpClients::configured(vec![server])).build().unwrap();
 /// for problem in host.load_errors() {
 ///     eprintln!("{problem}");
 /// }
-/// // The clients on their own, for a registry of one's own:
-/// let clients = McpClients::start(&[server], std::path::Path::new("."));
-/// let names: Vec<&str> = clients.primitives().iter().map(|p| p.name()).collect();
 /// ```
 pub struct McpClients {
+    configs: Vec<McpServerConfig>,
     runtime: Option<tokio::runtime::Runtime>,
-    servers: Vec<Arc<Server>>,
-    primitives: Vec<Primitive>,
-    problems: Vec<Error>,
-    failed: Vec<(String, String)>,
+    /// Set once the servers are started; shared with [`McpStatus`].
+    servers: Arc<OnceLock<Vec<Arc<Server>>>>,
 }
 
 impl McpClients {
+    /// The clients of these servers, none started yet: a host starts them when it is built (see
+    /// [`crate::HostBuilder::tool_source`]).
+    pub fn configured(configs: Vec<McpServerConfig>) -> McpClients {
+        McpClients { configs, runtime: None, servers: Arc::new(OnceLock::new()) }
+    }
+
+    /// What can be asked of the servers once the host holds the clients.
+    pub fn status(&self) -> McpStatus {
+        McpStatus(Arc::clone(&self.servers))
+    }
+}
+
+impl ToolSource for McpClients {
     /// Starts every server at once (each within its own time limit), lists their tools and makes
-    /// them primitives. Never fails as a whole: what went wrong is in [`McpClients::problems`].
-    pub fn start(configs: &[McpServerConfig], root: &Path) -> McpClients {
-        let mut clients = McpClients {
-            runtime: None,
-            servers: Vec::new(),
-            primitives: Vec::new(),
-            problems: Vec::new(),
-            failed: Vec::new(),
-        };
-        if configs.is_empty() {
-            return clients;
+    /// them primitives named `server.tool`, in server and then tool order. Each server that did not
+    /// start is one problem naming it, where it was configured and why. The servers start once: a
+    /// second call gives nothing.
+    fn start(&mut self, workspace: &Workspace) -> SourceTools {
+        let mut given = SourceTools::new();
+        if self.configs.is_empty() || self.runtime.is_some() || self.servers.get().is_some() {
+            return given;
         }
         // Two workers: one can block in a child's shutdown while the other serves the rest.
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -110,14 +117,15 @@ impl McpClients {
         let runtime = match runtime {
             Ok(runtime) => runtime,
             Err(e) => {
-                for config in configs {
-                    clients.fail(config, format!("cannot start the MCP client runtime: {e}"));
+                for config in &self.configs {
+                    fail(&mut given, config, format!("cannot start the MCP client runtime: {e}"));
                 }
-                return clients;
+                return given;
             }
         };
+        let root = workspace.root();
         let servers: Vec<Arc<Server>> =
-            configs.iter().map(|c| Arc::new(Server::new(c.clone(), root, runtime.handle().clone()))).collect();
+            self.configs.iter().map(|c| Arc::new(Server::new(c.clone(), root, runtime.handle().clone()))).collect();
         // Start them all at once and wait for each: a slow server delays start-up by its own time
         // only.
         let (tx, rx) = mpsc::channel();
@@ -135,47 +143,42 @@ impl McpClients {
                 *slot = Some(outcome);
             }
         }
+        let mut started = Vec::new();
         for (server, outcome) in servers.into_iter().zip(outcomes) {
             match outcome.unwrap_or_else(|| Err("its start-up task ended without an answer".into())) {
                 Ok(tools) => {
                     for tool in &tools {
-                        clients.primitives.push(primitive(&server, tool));
+                        given.tools.push(primitive(&server, tool));
                     }
-                    clients.servers.push(server);
+                    started.push(server);
                 }
-                Err(why) => clients.fail(&server.config, why),
+                Err(why) => fail(&mut given, &server.config, why),
             }
         }
-        clients.runtime = Some(runtime);
-        clients
+        let _ = self.servers.set(started);
+        self.runtime = Some(runtime);
+        given
     }
+}
 
-    fn fail(&mut self, config: &McpServerConfig, why: String) {
-        let message = format!("mcp server \"{}\" did not start: {why}; its tools are not available", config.name);
-        self.problems.push(at_origin(Error::tool_failed(message), &config.origin));
-        self.failed.push((config.name.clone(), why));
-    }
+/// Records a server that did not start: a problem located at its config, and its prefix unavailable.
+fn fail(given: &mut SourceTools, config: &McpServerConfig, why: String) {
+    let message = format!("mcp server \"{}\" did not start: {why}; its tools are not available", config.name);
+    given.problems.push(config.locate(Error::tool_failed(message)));
+    let unavailable = format!("the MCP server \"{}\" did not start: {why}", config.name);
+    given.unavailable.push((format!("{}.", config.name), unavailable));
+}
 
-    /// The tools of every server that started, as primitives named `server.tool`, in server and
-    /// then tool order.
-    pub fn primitives(&self) -> &[Primitive] {
-        &self.primitives
-    }
+/// A view of the servers of an [`McpClients`] that stays with the caller after the host took the
+/// clients.
+#[derive(Clone)]
+pub struct McpStatus(Arc<OnceLock<Vec<Arc<Server>>>>);
 
-    /// One error per server that did not start, naming it, where it was configured and why.
-    pub fn problems(&self) -> &[Error] {
-        &self.problems
-    }
-
-    /// The servers that did not start, with why: `(name, reason)`.
-    pub fn failed(&self) -> &[(String, String)] {
-        &self.failed
-    }
-
+impl McpStatus {
     /// Whether the server called `name` started and is connected now (a server that stopped is
     /// started again by the next call of one of its tools).
     pub fn is_connected(&self, name: &str) -> bool {
-        self.servers.iter().find(|s| s.config.name == name).is_some_and(|s| s.is_connected())
+        self.0.get().into_iter().flatten().find(|s| s.config.name == name).is_some_and(|s| s.is_connected())
     }
 }
 
@@ -185,7 +188,7 @@ impl Drop for McpClients {
     fn drop(&mut self) {
         let Some(runtime) = self.runtime.take() else { return };
         let (tx, rx) = mpsc::channel();
-        for server in &self.servers {
+        for server in self.servers.get().into_iter().flatten() {
             let (server, tx) = (Arc::clone(server), tx.clone());
             runtime.spawn(async move {
                 server.shut_down().await;
@@ -200,15 +203,6 @@ impl Drop for McpClients {
         } else {
             runtime.shutdown_timeout(SHUTDOWN_GRACE);
         }
-    }
-}
-
-/// `error` located at a config origin written `file:line`.
-fn at_origin(error: Error, origin: &str) -> Error {
-    match origin.rsplit_once(':') {
-        Some((file, line)) if line.parse::<usize>().is_ok() => error.at(file, line.parse().ok()),
-        _ if origin.is_empty() => error,
-        _ => error.at(origin, None),
     }
 }
 

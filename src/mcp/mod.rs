@@ -2,11 +2,11 @@
 //!
 //! # Brief overview
 //!
-//! As a **client**, toolhost starts the `[[mcp]]` servers of its config when a host is built and
-//! registers each of their tools as a primitive named `server.tool` (providers see
-//! `server__tool`). The parameters come from the tool's `inputSchema` (required ones first, in the
-//! order of `required`, then the optional ones in property order); the `inputSchema` itself is what
-//! providers are shown. MCP tools take skipped parameters as void: a parameter the caller left out
+//! As a **client**, toolhost starts the `[[mcp]]` servers of its config when a host is built (they
+//! are a [`crate::ToolSource`]) and registers each of their tools as a primitive named
+//! `server.tool` (providers see `server__tool`). The parameters come from the tool's `inputSchema`
+//! (required ones first, in the order of `required`, then the optional ones in property order); the
+//! `inputSchema` itself is what providers are shown. MCP tools take skipped parameters as void: a parameter the caller left out
 //! is left out of the request, while `false`, `0` and `""` are sent as given. Text content comes
 //! back as the result; other content is described in a bracketed line; an `isError` result is a
 //! `tool_failed` error with the server's text.
@@ -18,11 +18,16 @@
 //! |---|---|
 //! | [`convert`] | `inputSchema` to a signature, hints to annotations, handler values to `arguments`, results to text |
 //! | [`client`] | [`McpClients`]: the connections to the configured servers, their tools as primitives, failure and restart |
-//! | [`server`] | [`McpServer`] and [`serve`]: the `toolhost mcp` command |
+//! | [`server`] | [`McpServer`]: a host's tools served over MCP |
+//! | `command` | [`serve`]: the `toolhost mcp` command (feature `cli`) |
 
 pub mod client;
+#[cfg(feature = "cli")]
+mod command;
 pub mod convert;
 pub mod server;
 
-pub use client::McpClients;
-pub use server::{serve, McpServer};
+pub use client::{McpClients, McpStatus};
+#[cfg(feature = "cli")]
+pub use command::serve;
+pub use server::McpServer;

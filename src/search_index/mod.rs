@@ -5,12 +5,12 @@
 //!
 //! # Brief overview
 //!
-//! - [`plan`](self::plan): a pattern becomes a boolean query over trigrams that any file holding a
+//! - `plan`: a pattern becomes a boolean query over trigrams that any file holding a
 //!   match satisfies (Russ Cox's analysis for Google Code Search). Patterns with no trigram to
 //!   require (`\w+`, `a.b`) make every file a candidate.
-//! - [`postings`](self::postings): for each trigram, the sorted ids of the files holding it, as
+//! - `postings`: for each trigram, the sorted ids of the files holding it, as
 //!   varint deltas in one byte arena.
-//! - [`warm`](self::warm): the index of one tree, built with the cold search's walker, and kept
+//! - `warm`: the index of one tree, built with the cold search's walker, and kept
 //!   exact by inotify: before each answer the events queued so far are read and the paths they
 //!   name are walked again (see there for the rules).
 //!
@@ -34,7 +34,7 @@
 //!
 //! Writes through a hard link outside the tree are seen (each file is watched by inode), writes
 //! through a shared memory map are searched for (a file some process has open is searched
-//! whatever the index says: see [`files`](self::files) for why that is exact), and the global git
+//! whatever the index says: see `files` for why that is exact), and the global git
 //! config and excludes files are watched. Not seen: changes on network file systems made by other
 //! machines, and ignore or config files in folders the process may not read. The index needs one
 //! inotify watch per folder and per file and file leases; without them it stays cold.

@@ -50,15 +50,42 @@ impl Skip {
 #[derive(Debug)]
 pub enum Line<'a> {
     /// A session's first line.
-    Session { version: Option<u64>, pformat: bool },
+    Session {
+        /// The log format's version (none before versions were written).
+        version: Option<u64>,
+        /// Whether tools were spoken in P-format.
+        pformat: bool,
+    },
     /// A request to the model.
-    Request { turn: u64 },
+    Request {
+        /// 1 for the first.
+        turn: u64,
+    },
     /// The model's reply, with its token usage when the log has it.
-    Reply { turn: u64, usage: Option<Usage> },
+    Reply {
+        /// The turn it answers.
+        turn: u64,
+        /// Its token usage, when the log has it.
+        usage: Option<Usage>,
+    },
     /// One call a reply made.
-    Call { turn: u64, before_host: bool, record: Record<'a> },
+    Call {
+        /// The turn of the reply.
+        turn: u64,
+        /// Refused before it reached the host (a P-format tag that did not parse).
+        before_host: bool,
+        /// The call record.
+        record: Record<'a>,
+    },
     /// The session's end.
-    End { reason: Cow<'a, str>, turns: Option<u64>, error_kind: Option<Cow<'a, str>> },
+    End {
+        /// How it ended (`answered`, `max_turns`, `interrupted`, `error`).
+        reason: Cow<'a, str>,
+        /// The turns it took, when the log says.
+        turns: Option<u64>,
+        /// The error's kind, when it ended in one.
+        error_kind: Option<Cow<'a, str>>,
+    },
 }
 
 /// A reply's token usage (see the module docs of [`crate::stats`] for the shape).

@@ -128,6 +128,8 @@
 //! | [`report`] | the report: its JSON shape and its text tables |
 //! | [`command`] | `toolhost stats` |
 
+/// The `toolhost stats` command (feature `cli`).
+#[cfg(feature = "cli")]
 pub mod command;
 pub mod input;
 pub mod line;
@@ -138,7 +140,20 @@ pub mod tally;
 
 use std::path::Path;
 
+#[cfg(feature = "cli")]
 pub use command::{StatsArgs, StatsFormat};
+
+/// The newest session log format these counts know (the agent loop's `LOG_VERSION`; stats reads
+/// logs in builds without the agent too).
+pub const NEWEST_LOG_FORMAT: u32 = 2;
+
+#[cfg(all(test, feature = "agent"))]
+mod tests {
+    #[test]
+    fn stats_knows_the_log_format_the_agent_writes() {
+        assert_eq!(super::NEWEST_LOG_FORMAT, crate::agent::log::LOG_VERSION);
+    }
+}
 pub use report::Report;
 pub use tally::Tally;
 

@@ -539,7 +539,7 @@ impl Report {
                 plural(old, "session is", "sessions are")
             );
         }
-        let current = crate::agent::log::LOG_VERSION;
+        let current = super::NEWEST_LOG_FORMAT;
         for (version, count) in &inputs.log_versions {
             let count = count.as_u64().unwrap_or(0);
             if version.parse::<u32>().is_ok_and(|v| v > current) {

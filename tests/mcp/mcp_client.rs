@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use toolhost::config::{McpServerConfig, McpTransport};
 use toolhost::guard::{Action, Answer, Guard, Rule};
+use toolhost::mcp::McpClients;
 use toolhost::{Host, HostBuilder, ParamType, Skipped};
 
 use common::{err_of, ok_text, peers, workspace, Home};
@@ -35,7 +36,7 @@ fn fixture(mode: &str) -> McpServerConfig {
 }
 
 fn host_with(dir: &tempfile::TempDir, servers: Vec<McpServerConfig>) -> Host {
-    HostBuilder::new(dir.path()).mcp_servers(servers).build().expect("host")
+    HostBuilder::new(dir.path()).tool_source(McpClients::configured(servers)).build().expect("host")
 }
 
 fn no_load_errors(host: &Host) {
@@ -186,7 +187,7 @@ fn confirmation_previews_show_the_arguments_sent_leaving_out_void_ones() {
         .rule(Rule::new("fixture.fail", Action::Deny).unwrap().reason("no failing today"))
         .rule(Rule::new("fixture.*", Action::Confirm).unwrap());
     let mut host = HostBuilder::new(dir.path())
-        .mcp_servers(vec![fixture("normal")])
+        .tool_source(McpClients::configured(vec![fixture("normal")]))
         .guard(guard)
         .confirmer(Arc::new(move |request| {
             seen.lock().unwrap().push(request.preview.to_string());
@@ -205,13 +206,16 @@ fn confirmation_previews_show_the_arguments_sent_leaving_out_void_ones() {
 #[test]
 fn a_server_that_exits_after_its_first_answer_is_started_again_by_the_next_call() {
     let dir = workspace(&[]);
-    let mut host = host_with(&dir, vec![fixture("exit-after-first-answer")]);
+    let clients = McpClients::configured(vec![fixture("exit-after-first-answer")]);
+    let status = clients.status();
+    let mut host = HostBuilder::new(dir.path()).tool_source(clients).build().expect("host");
     no_load_errors(&host);
+    assert!(status.is_connected("fixture"), "the server is connected once the host is built");
     for round in 0..3 {
         assert_eq!(received(&mut host, json!({"text": round.to_string()})), json!({"text": round.to_string()}));
         // Wait (by polling, with a generous bound) until the client has seen the server go.
         let deadline = Instant::now() + Duration::from_secs(30);
-        while host.mcp_clients().unwrap().is_connected("fixture") {
+        while status.is_connected("fixture") {
             assert!(Instant::now() < deadline, "the client never noticed that the server exited");
             std::thread::sleep(Duration::from_millis(20));
         }
