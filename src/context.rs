@@ -23,7 +23,7 @@ pub struct ToolCtx {
     /// What bounds a `shell-exec` command (`[shell]`).
     pub sandbox: Sandbox,
     /// What the guard's path rules hide from tools that show many paths (`fs-list`, `index-grep`).
-    pub hidden: crate::guard::Hidden,
+    pub hidden: crate::guard_rules::Hidden,
 }
 
 /// A flag an interrupt sets and long-running tools watch. Cheap to clone; clones share the flag.

@@ -110,6 +110,7 @@ pub mod context;
 mod engine;
 pub mod error;
 pub mod guard;
+mod guard_rules;
 pub mod handle;
 pub mod host;
 #[cfg(feature = "mcp")]

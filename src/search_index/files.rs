@@ -37,8 +37,10 @@ use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
-use super::warm::GiveUp;
 use crate::workspace::Workspace;
+
+/// Why the index gave up: the search goes on cold.
+pub(crate) type GiveUp = String;
 
 const FILE_EVENTS: WatchFlags = WatchFlags::MODIFY
     .union(WatchFlags::ATTRIB)

@@ -63,8 +63,7 @@ const MAX_FLOODS: u32 = 3;
 /// change time (`ctime`) cannot be set by anyone, so a later change always moves it past this.
 const RACY: Duration = Duration::from_millis(100);
 
-/// Why the index gave up: the search goes on cold.
-pub(crate) type GiveUp = String;
+pub(crate) use super::files::GiveUp;
 
 /// What a file looked like when it was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
