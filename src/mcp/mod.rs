@@ -19,7 +19,7 @@
 //! | [`convert`] | `inputSchema` to a signature, hints to annotations, handler values to `arguments`, results to text |
 //! | [`client`] | [`McpClients`]: the connections to the configured servers, their tools as primitives, failure and restart |
 //! | [`server`] | [`McpServer`]: a host's tools served over MCP |
-//! | `command` | [`serve`]: the `toolhost mcp` command (feature `cli`) |
+//! | `command` | `serve`: the `toolhost mcp` command (feature `cli`) |
 
 pub mod client;
 #[cfg(feature = "cli")]

@@ -1,7 +1,7 @@
 //! One session-log line as `toolhost stats` reads it: only the fields it counts, borrowed from the
 //! line where they can be, everything else skipped unread (a request's tools and messages, a
 //! result's text). It owns telling a line that reads from one that does not, and why not; the
-//! writer's own types are in [`crate::agent::log`].
+//! writer's own types are in `agent::log` (feature `agent`).
 
 use std::borrow::Cow;
 

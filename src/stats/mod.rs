@@ -1,7 +1,7 @@
 //! `toolhost stats`: what session logs say, counted. It reads the logs `toolhost agent --log`
-//! writes ([`crate::agent::log`]) as streams, folds every line into counts, and reports them as
+//! writes (`agent::log`, feature `agent`) as streams, folds every line into counts, and reports them as
 //! text tables or as one JSON object of a stable shape. It owns reading logs for counting and the
-//! report; the log's writer and its types stay in [`crate::agent`].
+//! report; the log's writer and its types stay in `agent`.
 //!
 //! ```
 //! use toolhost::stats;
@@ -126,7 +126,7 @@
 //! | [`shell`] | a shell command line as its simple commands |
 //! | [`shell_reads`] | the shell-read patterns (data) and matching them |
 //! | [`report`] | the report: its JSON shape and its text tables |
-//! | [`command`] | `toolhost stats` |
+//! | `command` | `toolhost stats` (feature `cli`) |
 
 /// The `toolhost stats` command (feature `cli`).
 #[cfg(feature = "cli")]
