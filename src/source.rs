@@ -19,6 +19,10 @@ use std::path::{Path, PathBuf};
 pub const CONFIG_CAP: u64 = 1 << 20;
 /// The most a Scheme file (a tool, test or script file) may hold.
 pub const SCHEME_CAP: u64 = 8 << 20;
+/// The most of a workspace's own files (its `toolhost.toml` and tool folders) read together: they
+/// are all read at start-up, before trust is decided, so any number of files at [`SCHEME_CAP`]
+/// each must not add up to whatever a checkout likes.
+pub const PROJECT_CAP: u64 = 64 << 20;
 
 /// Why a file was not read.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +42,13 @@ pub enum ReadError {
     TooLarge {
         /// The cap, in bytes.
         cap: u64,
+    },
+    /// Read with others, the file would take their bytes past what toolhost reads of them
+    /// together (a workspace's own files: [`PROJECT_CAP`]).
+    #[error("is not read: the workspace's own files together pass {}, the most toolhost reads of them", mebibytes(*total))]
+    PastTotal {
+        /// The cap on them together, in bytes.
+        total: u64,
     },
     /// The bytes are not UTF-8 text ([`read_text`] only).
     #[error("is not UTF-8 text")]

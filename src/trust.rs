@@ -364,11 +364,20 @@ pub struct ProjectFile {
 }
 
 impl ProjectFile {
-    fn read(path: PathBuf, cap: u64) -> Option<ProjectFile> {
-        let content = match source::read_bytes(&path, cap) {
-            Ok(bytes) => Ok(Arc::from(bytes)),
+    /// Reads `path`, at most `cap` bytes and at most what is `left` of the project's total, which
+    /// it then takes its bytes from.
+    fn read(path: PathBuf, cap: u64, left: &mut u64) -> Option<ProjectFile> {
+        let content = match source::read_bytes(&path, cap.min(*left)) {
+            Ok(bytes) => {
+                *left = left.saturating_sub(bytes.len() as u64);
+                Ok(Arc::from(bytes))
+            }
             // Gone since it was listed: it is not there to load.
             Err(ReadError::NotFound) => return None,
+            // Within its own cap, past the total's.
+            Err(ReadError::TooLarge { .. }) if *left < cap && fs::metadata(&path).is_ok_and(|m| m.len() <= cap) => {
+                Err(Arc::new(ReadError::PastTotal { total: source::PROJECT_CAP }))
+            }
             Err(e) => Err(Arc::new(e)),
         };
         Some(ProjectFile { path, content })
@@ -424,7 +433,8 @@ impl ProjectFiles {
     /// Reads the workspace's own files as they are now. A file that cannot be read is kept with its
     /// reason: the digest then cannot be made, and loading it says why.
     pub fn read(root: &Path) -> ProjectFiles {
-        let config = ProjectFile::read(root.join(PROJECT_CONFIG), source::CONFIG_CAP);
+        let mut left = source::PROJECT_CAP;
+        let config = ProjectFile::read(root.join(PROJECT_CONFIG), source::CONFIG_CAP, &mut left);
         let mut dirs = vec![(root.join(PROJECT_TOOLS), false)];
         // Named by the project's config, so followed wherever it leads: it is what loads. A config
         // that does not parse is covered alone (it will not load either).
@@ -441,10 +451,12 @@ impl ProjectFiles {
                 continue;
             }
             let files = source::folder_files(&dir);
-            let read = |paths: Vec<PathBuf>| -> Vec<ProjectFile> {
-                paths.into_iter().filter_map(|p| ProjectFile::read(p, source::SCHEME_CAP)).collect()
+            let mut read = |paths: Vec<PathBuf>| -> Vec<ProjectFile> {
+                paths.into_iter().filter_map(|p| ProjectFile::read(p, source::SCHEME_CAP, &mut left)).collect()
             };
-            folders.push(ProjectFolder { dir, named, tools: read(files.tools), tests: read(files.tests) });
+            let tools = read(files.tools);
+            let tests = read(files.tests);
+            folders.push(ProjectFolder { dir, named, tools, tests });
         }
         ProjectFiles { root: root.to_path_buf(), config, folders }
     }

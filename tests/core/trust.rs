@@ -170,3 +170,18 @@ fn on_a_terminal_reload_asks_to_trust_the_changed_files() {
     // The answer was recorded: `toolhost call` loads the edited file too.
     assert_eq!(answer(&home.run(dir.path(), &["call", "hi"], None))["result"], "edited");
 }
+
+#[test]
+fn the_workspaces_own_files_are_read_only_up_to_a_total() {
+    let dir = workspace(&[(".toolhost/tools/a_hi.scm", &hi_tool("hi"))]);
+    // Nine sparse files, each under the 8 MiB a tool file may have, together past 64 MiB: all are
+    // read at start-up, before trust is decided, so their sum is capped too.
+    for i in 0..9 {
+        let file = std::fs::File::create(dir.path().join(format!(".toolhost/tools/b{i}.scm"))).unwrap();
+        file.set_len(15 << 19).unwrap();
+    }
+    let home = Home::new();
+    let out = home.run(dir.path(), &["trust"], None);
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("b8.scm") && stderr(&out).contains("together pass 64 MiB"), "{}", stderr(&out));
+}
