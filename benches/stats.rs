@@ -12,10 +12,13 @@
 //!
 //! Run with `cargo bench --bench stats` (release build).
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::{measure, Run};
 use serde_json::{json, Value};
 use toolhost::agent::{Entry, Message, SessionLog, ToolCall};
 use toolhost::tidy::{Repair, RepairKind};
@@ -26,32 +29,6 @@ const FEW_LOGS: usize = 100;
 const TURNS: usize = 50;
 const CALLS_PER_TURN: usize = 2;
 const RUNS: usize = 5;
-
-/// One run of a command: wall time, CPU time (user and system, all threads), peak resident memory.
-#[derive(Debug, Clone, Copy)]
-struct Run {
-    wall: Duration,
-    cpu: Duration,
-    peak: u64,
-}
-
-/// Runs a command to its end and measures it (from wait4, which also reaps the child: clippy
-/// cannot see that).
-#[allow(clippy::zombie_processes)]
-fn measure(command: &mut Command) -> Run {
-    let start = Instant::now();
-    let child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("the command starts");
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 waits for the child this function started and fills `usage`.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    let elapsed = start.elapsed();
-    assert_eq!(pid, child.id() as i32, "wait4");
-    assert_eq!(status, 0, "{command:?} failed");
-    let time = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
-    Run { wall: elapsed, cpu: time(usage.ru_utime) + time(usage.ru_stime), peak: usage.ru_maxrss as u64 * 1024 }
-}
 
 /// The machine's load average over the last minute (others' work shares the cores).
 fn load() -> String {

@@ -14,29 +14,13 @@
 
 mod common;
 
+use common::measure;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 const RUNS: usize = 7;
-
-/// Runs a command to its end; its wall time and peak resident memory (from wait4, which also reaps
-/// the child: clippy cannot see that).
-#[allow(clippy::zombie_processes)]
-fn measure(command: &mut Command) -> (Duration, u64) {
-    let start = Instant::now();
-    let child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("the command starts");
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 waits for the child this function started and fills `usage`.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    let elapsed = start.elapsed();
-    assert_eq!(pid, child.id() as i32, "wait4");
-    assert_eq!(status, 0, "{command:?} failed");
-    (elapsed, usage.ru_maxrss as u64 * 1024)
-}
 
 fn median<T: Ord + Copy>(mut samples: Vec<T>) -> T {
     samples.sort();
@@ -77,10 +61,14 @@ fn fs_read_figures(dir: &Path) {
     let mut tail = Vec::new();
     let quoted = huge.display().to_string().replace('\'', r"'\''");
     for _ in 0..RUNS {
-        top_huge.push(measure(&mut toolhost(dir, "fs-read", r#"{"path": "huge.txt", "start": 100, "count": 50}"#)).0);
-        top_small.push(measure(&mut toolhost(dir, "fs-read", r#"{"path": "small.txt", "start": 100, "count": 50}"#)).0);
-        deep.push(measure(&mut toolhost(dir, "fs-read", r#"{"path": "huge.txt", "start": 10000000, "count": 50}"#)).0);
-        tail.push(measure(&mut shell(&format!("tail -n +10000000 '{quoted}' | head -n 50"))).0);
+        top_huge
+            .push(measure(&mut toolhost(dir, "fs-read", r#"{"path": "huge.txt", "start": 100, "count": 50}"#)).wall);
+        top_small
+            .push(measure(&mut toolhost(dir, "fs-read", r#"{"path": "small.txt", "start": 100, "count": 50}"#)).wall);
+        deep.push(
+            measure(&mut toolhost(dir, "fs-read", r#"{"path": "huge.txt", "start": 10000000, "count": 50}"#)).wall,
+        );
+        tail.push(measure(&mut shell(&format!("tail -n +10000000 '{quoted}' | head -n 50"))).wall);
     }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let (top_huge, top_small, deep, tail) = (median(top_huge), median(top_small), median(deep), median(tail));
@@ -107,8 +95,8 @@ fn index_grep_figures(tree: &Path) {
         ours.push(measure(&mut toolhost(tree, "index-grep", &arguments)));
         theirs.push(measure(&mut shell(&rg)));
     }
-    let time = |v: &[(Duration, u64)]| median(v.iter().map(|m| m.0).collect());
-    let memory = |v: &[(Duration, u64)]| median(v.iter().map(|m| m.1).collect());
+    let time = |v: &[common::Run]| median(v.iter().map(|m| m.wall).collect());
+    let memory = |v: &[common::Run]| median(v.iter().map(|m| m.peak).collect());
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!("index-grep {pattern:?} over {}, median of {RUNS} whole-process runs each:", tree.display());
     println!("  toolhost call index-grep:  {:>8.1} ms  {:>6.1} MB peak", ms(time(&ours)), memory(&ours) as f64 / 1e6);
