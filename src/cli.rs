@@ -466,7 +466,7 @@ pub(crate) fn worker_spec(flags: &Flags, setup: &Setup) -> Option<WorkerSpec> {
     if std::io::stderr().is_terminal() {
         args.push("--terminal".to_string());
     }
-    let limits = crate::context::Limits::from_config(&setup.config);
+    let limits = setup.config.tool_limits();
     let mut spec = WorkerSpec::new(program, args);
     spec.call_deadline = limits.scheme_call;
     spec.shell_deadline = Duration::from_secs(limits.shell_timeout_s);

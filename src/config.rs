@@ -50,20 +50,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toml::Spanned;
 
+use crate::context::Limits;
 use crate::error::{Error, Result};
+use crate::guard::{Guard, Rule};
+pub use crate::guard_rules::Action;
+pub use crate::sandbox::SandboxMode;
+use crate::sandbox::{Sandbox, Settings};
 use crate::source::ReadError;
-
-/// What the guard decides for a call: `allow`, `deny` or `confirm` in a config file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    /// Run it.
-    Allow,
-    /// Refuse it; the model is told why.
-    Deny,
-    /// Ask a person first (without one, this means deny).
-    Confirm,
-}
 
 /// How the agent loop talks tools with its model: `native` or `pformat` in a config file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -73,20 +66,6 @@ pub enum Dialect {
     Native,
     /// Tool calls written as text tags (design section 7), for models without native tool calls.
     Pformat,
-}
-
-/// How strictly `shell-exec` commands are confined (design section 19): `required`, `best-effort` or
-/// `off` in a config file.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxMode {
-    /// Confine every part the settings ask for, or refuse to run the command and say why.
-    #[default]
-    Required,
-    /// Confine what the kernel can; warn once on standard error about the rest.
-    BestEffort,
-    /// Run commands unconfined, with the user's rights (the environment policy still applies).
-    Off,
 }
 
 /// `[shell]`: the `shell-exec` sandbox. Scalars `None` and lists empty unless a file sets them.
@@ -274,6 +253,75 @@ impl Config {
             layers.extend(read_if_exists(path)?);
         }
         Ok(merge(layers))
+    }
+
+    /// The limits its `[limits]` sets, the defaults for the rest.
+    pub fn tool_limits(&self) -> Limits {
+        let mut limits = Limits::default();
+        let set = &self.limits;
+        if let Some(seconds) = set.scheme_call_s.and_then(|s| std::time::Duration::try_from_secs_f64(s).ok()) {
+            limits.scheme_call = seconds;
+        }
+        if let Some(seconds) = set.shell_timeout_s {
+            limits.shell_timeout_s = seconds;
+        }
+        if let Some(chars) = set.output_chars {
+            limits.output_chars = chars;
+        }
+        if let Some(lines) = set.read_lines {
+            limits.read_lines = lines;
+        }
+        limits
+    }
+
+    /// The guard its `[guard]` describes: its rules in order, then its default (allow when
+    /// unset). No confirmer: the caller decides who answers.
+    ///
+    /// # Errors
+    /// A glob that does not compile (the config reader checks them first).
+    pub fn guard(&self) -> Result<Guard> {
+        let mut guard = Guard::default().default_action(self.guard_default.unwrap_or(Action::Allow));
+        for rule in &self.rules {
+            let mut made = Rule::new(&rule.tool, rule.action)?.origin(rule.origin.clone());
+            if let Some(path) = &rule.path {
+                made = made.path(path)?;
+            }
+            if let Some(reason) = &rule.reason {
+                made = made.reason(reason.clone());
+            }
+            guard = guard.rule(made);
+        }
+        Ok(guard)
+    }
+
+    /// The sandbox its `[shell]` (and `[provider] api_key_env`) asks for.
+    ///
+    /// # Errors
+    /// A config error when a `writable` folder does not exist or a pattern does not compile.
+    pub fn sandbox(&self) -> Result<Sandbox> {
+        let shell = &self.shell;
+        for folder in &shell.writable {
+            if !folder.is_dir() {
+                let files: Vec<String> = self.files.iter().map(|f| f.display().to_string()).collect();
+                let what = if folder.exists() { "is not a folder" } else { "does not exist" };
+                return Err(Error::config(format!(
+                    "shell.writable: {} {what}; create the folder or take it out of [shell] writable (config read \
+                     from {})",
+                    folder.display(),
+                    files.join(", ")
+                )));
+            }
+        }
+        Settings {
+            mode: shell.sandbox.unwrap_or_default(),
+            network: shell.network.unwrap_or(false),
+            background: shell.background.unwrap_or(false),
+            writable: shell.writable.clone(),
+            env_keep: shell.env_keep.clone(),
+            env_drop: shell.env_drop.clone(),
+            api_key_env: self.provider.api_key_env.clone(),
+        }
+        .build()
     }
 }
 

@@ -101,24 +101,3 @@ impl Limits {
 
 /// Room left in a result for a tool's own closing note or headers.
 const RESULT_HEADROOM: usize = 200;
-
-impl Limits {
-    /// The limits a config's `[limits]` sets, the defaults for the rest.
-    pub fn from_config(config: &crate::config::Config) -> Limits {
-        let mut limits = Limits::default();
-        let set = &config.limits;
-        if let Some(seconds) = set.scheme_call_s.and_then(|s| std::time::Duration::try_from_secs_f64(s).ok()) {
-            limits.scheme_call = seconds;
-        }
-        if let Some(seconds) = set.shell_timeout_s {
-            limits.shell_timeout_s = seconds;
-        }
-        if let Some(chars) = set.output_chars {
-            limits.output_chars = chars;
-        }
-        if let Some(lines) = set.read_lines {
-            limits.read_lines = lines;
-        }
-        limits
-    }
-}

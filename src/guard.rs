@@ -183,31 +183,6 @@ impl Guard {
         self
     }
 
-    /// The guard a config's `[guard]` describes: its rules in order, then its default (allow when
-    /// unset). No confirmer: the caller decides who answers.
-    ///
-    /// # Errors
-    /// A glob that does not compile (the config reader checks them first).
-    pub fn from_config(config: &crate::config::Config) -> Result<Guard> {
-        let action = |a: crate::config::Action| match a {
-            crate::config::Action::Allow => Action::Allow,
-            crate::config::Action::Deny => Action::Deny,
-            crate::config::Action::Confirm => Action::Confirm,
-        };
-        let mut guard = Guard::default().default_action(config.guard_default.map_or(Action::Allow, action));
-        for rule in &config.rules {
-            let mut made = Rule::new(&rule.tool, action(rule.action))?.origin(rule.origin.clone());
-            if let Some(path) = &rule.path {
-                made = made.path(path)?;
-            }
-            if let Some(reason) = &rule.reason {
-                made = made.reason(reason.clone());
-            }
-            guard = guard.rule(made);
-        }
-        Ok(guard)
-    }
-
     /// Whether someone answers confirmations.
     pub fn has_confirmer(&self) -> bool {
         self.confirmer.is_some()

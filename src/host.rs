@@ -196,9 +196,9 @@ impl HostBuilder {
     /// config names that does not exist.
     pub fn config(self, config: &Config) -> Result<Self> {
         let mut builder = self
-            .limits(Limits::from_config(config))
-            .sandbox(Sandbox::from_config(config)?)
-            .guard(Guard::from_config(config)?)
+            .limits(config.tool_limits())
+            .sandbox(config.sandbox()?)
+            .guard(config.guard()?)
             .trusted_scripts(config.scripts_trusted.unwrap_or(false));
         for dir in &config.tools {
             if !dir.is_dir() {

@@ -53,7 +53,6 @@ use landlock::{
     RulesetCreatedAttr, Scope, ABI,
 };
 
-use crate::config::{Config, SandboxMode};
 use crate::error::{Error, Result};
 
 /// The Landlock ABI whose rights toolhost asks for: the newest it is tested with. Newer kernels
@@ -78,7 +77,7 @@ const SECRET_MARKS: [&str; 4] = ["KEY", "SECRET", "TOKEN", "PASSWORD"];
 ///
 /// ```
 /// use toolhost::sandbox::Sandbox;
-/// use toolhost::config::SandboxMode;
+/// use toolhost::sandbox::SandboxMode;
 ///
 /// let sandbox = Sandbox::default();
 /// assert_eq!(sandbox.mode(), SandboxMode::Required);
@@ -101,6 +100,20 @@ struct Inner {
     warned: AtomicBool,
     /// What the kernel offers: probed on first use, unless a test gave its own.
     support: Option<&'static Support>,
+}
+
+/// How strictly `shell-exec` commands are confined (design section 19): `required`, `best-effort` or
+/// `off` in a config file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Confine every part the settings ask for, or refuse to run the command and say why.
+    #[default]
+    Required,
+    /// Confine what the kernel can; warn once on standard error about the rest.
+    BestEffort,
+    /// Run commands unconfined, with the user's rights (the environment policy still applies).
+    Off,
 }
 
 /// What a [`Sandbox`] is built from; see [`Sandbox::builder`].
@@ -199,36 +212,6 @@ impl Sandbox {
     /// Settings to build a sandbox from, starting from the defaults.
     pub fn builder() -> Settings {
         Settings::default()
-    }
-
-    /// The sandbox a config's `[shell]` (and `[provider] api_key_env`) asks for.
-    ///
-    /// # Errors
-    /// A config error when a `writable` folder does not exist or a pattern does not compile.
-    pub fn from_config(config: &Config) -> Result<Sandbox> {
-        let shell = &config.shell;
-        for folder in &shell.writable {
-            if !folder.is_dir() {
-                let files: Vec<String> = config.files.iter().map(|f| f.display().to_string()).collect();
-                let what = if folder.exists() { "is not a folder" } else { "does not exist" };
-                return Err(Error::config(format!(
-                    "shell.writable: {} {what}; create the folder or take it out of [shell] writable (config read \
-                     from {})",
-                    folder.display(),
-                    files.join(", ")
-                )));
-            }
-        }
-        Settings {
-            mode: shell.sandbox.unwrap_or_default(),
-            network: shell.network.unwrap_or(false),
-            background: shell.background.unwrap_or(false),
-            writable: shell.writable.clone(),
-            env_keep: shell.env_keep.clone(),
-            env_drop: shell.env_drop.clone(),
-            api_key_env: config.provider.api_key_env.clone(),
-        }
-        .build()
     }
 
     /// The settings.

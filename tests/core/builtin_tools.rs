@@ -415,7 +415,7 @@ const ESCAPE: &str =
 fn unsupervised_host(dir: &tempfile::TempDir, background: bool) -> toolhost::Host {
     let settings = toolhost::sandbox::Sandbox::builder();
     let settings =
-        if background { settings.background(true) } else { settings.mode(toolhost::config::SandboxMode::Off) };
+        if background { settings.background(true) } else { settings.mode(toolhost::sandbox::SandboxMode::Off) };
     toolhost::HostBuilder::new(dir.path()).sandbox(settings.build().unwrap()).build().unwrap()
 }
 

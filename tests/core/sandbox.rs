@@ -8,8 +8,8 @@ use std::path::Path;
 
 use common::*;
 use serde_json::json;
-use toolhost::config::SandboxMode;
 use toolhost::sandbox::Sandbox;
+use toolhost::sandbox::SandboxMode;
 use toolhost::{Host, HostBuilder};
 
 fn host_with(dir: &Path, sandbox: Sandbox) -> Host {
