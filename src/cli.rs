@@ -3,7 +3,7 @@
 //! `--yes` flags. These forms are a stable interface. Exit codes: 0 done, 1 the command failed (a
 //! call's error, a script's error), 2 the settings are wrong (a bad config file, a missing folder).
 
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,14 +11,14 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::call::CallRequest;
-use crate::error::{Error, ErrorKind};
-use crate::guard::{Answer, ConfirmRequest, Confirmer};
+use crate::error::ErrorKind;
 use crate::host::Host;
+use crate::launch::{ask_yes_no, on_terminal, settings_error, terminal_confirmer, tty_confirmer, worker_spec, Asker};
 use crate::pformat;
 use crate::schema::{self, Format};
 use crate::setup::{Flags, Setup};
 use crate::trust;
-use crate::worker::{WorkerHandle, WorkerSpec};
+use crate::worker::WorkerHandle;
 
 /// What `--help` says about the shell sandbox, after the commands and flags.
 const SANDBOX_HELP: &str = "\
@@ -243,13 +243,10 @@ pub fn main() -> i32 {
     // And it asks again when `:reload` finds the workspace's files changed.
     let ask: trust::Ask =
         Arc::new(|message: &str| ask_yes_no(&format!("{message}.\nTrust this workspace now? [y/N] ")));
-    let setup = match Setup::discover(&flags, interactive.then_some(ask)) {
+    let setup = match crate::launch::settings(&flags, interactive.then_some(ask)) {
         Ok(setup) => setup,
-        Err(e) => return settings_error(&e),
+        Err(code) => return code,
     };
-    if let Some(notice) = &setup.notice {
-        eprintln!("{notice}");
-    }
     if let Command::Call { tool, json, record } = &cli.command {
         let json = json.as_deref().unwrap_or("{}");
         if setup.config.limits.isolate.unwrap_or(true) && !flags.no_isolate {
@@ -332,12 +329,6 @@ pub fn main() -> i32 {
     }
 }
 
-/// Reports a settings error (a bad config file, a missing folder): exit 2.
-fn settings_error(e: &Error) -> i32 {
-    eprintln!("toolhost: {e}");
-    2
-}
-
 fn trust_workspace(flags: &Flags) -> i32 {
     match trust::trust(&flags.root) {
         Ok(record) => {
@@ -368,45 +359,6 @@ fn untrust_workspace(flags: &Flags) -> i32 {
         }
         Err(e) => settings_error(&e),
     }
-}
-
-/// Whether a person is at a terminal: standard input and standard error both are one.
-fn on_terminal() -> bool {
-    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
-}
-
-/// Asks a yes/no question on the terminal (`/dev/tty`, so standard input may carry data); no
-/// answer, or no terminal, is no.
-fn ask_yes_no(question: &str) -> bool {
-    let Ok(tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else { return false };
-    let mut writer = &tty;
-    if writer.write_all(question.as_bytes()).and_then(|()| writer.flush()).is_err() {
-        return false;
-    }
-    let mut answer = String::new();
-    if std::io::BufReader::new(&tty).read_line(&mut answer).is_err() {
-        return false;
-    }
-    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
-}
-
-/// Who answers the guard's confirmations from the command line: the person at the terminal, shown
-/// the preview; `None` when standard error is not a terminal (confirm then means deny).
-pub(crate) fn terminal_confirmer() -> Option<Confirmer> {
-    std::io::stderr().is_terminal().then(tty_confirmer)
-}
-
-/// Asks the person at the terminal (`/dev/tty`), shown the preview.
-fn tty_confirmer() -> Confirmer {
-    Arc::new(|request: &ConfirmRequest<'_>| {
-        let reason = request.reason.map(|r| format!(" ({r})")).unwrap_or_default();
-        let question = format!(
-            "toolhost: {} needs your confirmation{reason}:\n{}\nRun it? [y/N] ",
-            request.tool,
-            request.preview.trim_end()
-        );
-        Answer { yes: ask_yes_no(&question), by: "terminal".into() }
-    })
 }
 
 /// Reads a `--timeout-s` value: a positive, finite number of seconds.
@@ -447,35 +399,6 @@ fn call_arguments(json: &str) -> Option<String> {
     Some(arguments)
 }
 
-/// How `call` starts its worker: this executable, with the same workspace, config, tool folders
-/// and `--yes`, and the configured bounds.
-pub(crate) fn worker_spec(flags: &Flags, setup: &Setup) -> Option<WorkerSpec> {
-    let program = std::env::current_exe().ok()?;
-    let root = std::path::absolute(&setup.root).ok()?;
-    let mut args = vec!["--root".to_string(), root.to_str()?.to_string()];
-    if let Some(config) = &flags.config {
-        args.extend(["--config".to_string(), std::path::absolute(config).ok()?.to_str()?.to_string()]);
-    }
-    for dir in &flags.tool_dirs {
-        args.extend(["--tools".to_string(), std::path::absolute(dir).ok()?.to_str()?.to_string()]);
-    }
-    if flags.yes {
-        args.push("--yes".to_string());
-    }
-    args.push("worker".to_string());
-    if std::io::stderr().is_terminal() {
-        args.push("--terminal".to_string());
-    }
-    let limits = setup.config.tool_limits();
-    let mut spec = WorkerSpec::new(program, args);
-    spec.call_deadline = limits.scheme_call;
-    spec.shell_deadline = Duration::from_secs(limits.shell_timeout_s);
-    if let Some(mb) = setup.config.limits.worker_memory_mb {
-        spec.memory_bytes = mb.saturating_mul(1 << 20);
-    }
-    Some(spec)
-}
-
 /// The host of the Rust tools alone, when `tool` is one of them: a built-in tool needs no
 /// interpreter, so its call compiles no Scheme. (A tool file cannot take a built-in tool's name,
 /// so the name decides.)
@@ -493,7 +416,7 @@ fn isolated_call(
     record: bool,
     answer_out: Option<std::fs::File>,
 ) -> i32 {
-    let Some(mut spec) = worker_spec(flags, setup) else {
+    let Some(mut spec) = worker_spec(flags, setup, Asker::Terminal) else {
         eprintln!("toolhost: cannot tell how to start the worker process (use --no-isolate)");
         return 1;
     };

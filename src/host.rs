@@ -273,7 +273,7 @@ impl HostBuilder {
         };
         let shared = Arc::new(Shared::new(registry.clone(), ctx, guard, scheme_names));
         bridge::install(&mut engine, &shared);
-        crate::scheme_test::install(&mut engine, &shared);
+        crate::check_call::install(&mut engine, &shared);
         for tool in registry.iter() {
             shared.check_free(tool.name())?;
             bridge::bind_rust_tool(&mut engine, &shared, tool.clone());

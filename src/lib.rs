@@ -68,9 +68,11 @@
 //! | `tools` | the built-in tools |
 //! | `engine`, `watchdog` | the steel engine's module set, its time limit |
 //! | `bridge` | Scheme <-> registry: tools as procedures, `register-tool`, tool errors through Scheme |
+//! | `check_call` | the procedures `check-tool` calls through: a call reported as `toolhost call` does |
 //! | `bindings` | which global names a program may define or `set!`: none another program defined |
 //! | [`host`] | the host: engine + registry + guard |
 //! | [`call`] | the JSON call path and the call record |
+//! | `host_request` | what a handle asks of its host and the answers, as plain data (re-exported by [`handle`]) |
 //! | [`handle`] | the host on its own thread, reached through a `Send + Sync` handle |
 //! | [`worker`] | the host in a worker process under limits, restarted when it dies or overruns |
 //! | `relay` | a worker's standard error relayed to ours, its last lines kept to say why it died |
@@ -78,6 +80,7 @@
 //! | `mcp` | MCP both ways: `[[mcp]]` servers' tools as primitives, and `toolhost mcp` (feature `mcp`) |
 //! | [`check`], [`scheme_test`] | the tool author's `toolhost check` and `toolhost test` |
 //! | [`stats`] | `toolhost stats`: what session logs say, counted |
+//! | `launch` | how each command of the executable starts its host: settings, asker, worker or thread (feature `cli`) |
 //! | `repl`, `cli` | the REPL and the command line (feature `cli`) |
 //!
 //! # Features
@@ -103,6 +106,7 @@ mod bindings;
 mod bridge;
 pub mod call;
 pub mod check;
+mod check_call;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;
@@ -113,6 +117,9 @@ pub mod guard;
 mod guard_rules;
 pub mod handle;
 pub mod host;
+mod host_request;
+#[cfg(feature = "cli")]
+mod launch;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod param;

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::call::{CallRecord, CallRequest};
 use crate::error::{Error, ErrorKind, Result};
-use crate::handle::{Reply, Request};
+use crate::host_request::{Reply, Request};
 use crate::relay::StderrRelay;
 
 /// The worker process's side; only the `toolhost` executable runs it.

@@ -22,9 +22,8 @@ use crate::agent::session::{End, Session, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_M
 use crate::agent::stop::Stop;
 use crate::config::Dialect;
 use crate::error::{Error, ErrorKind};
-use crate::handle::HostHandle;
-use crate::host::HostBuilder;
-use crate::setup::{Flags, Setup};
+use crate::launch::{self, settings_error, Asker};
+use crate::setup::Flags;
 
 /// `toolhost agent`'s own flags (`--yes` and the workspace flags are the common ones).
 #[derive(clap::Args, Debug)]
@@ -73,7 +72,10 @@ pub struct ReplayArgs {
 
 /// Runs `toolhost agent`; returns the exit code.
 pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
-    let Some(setup) = setup(flags) else { return 2 };
+    let setup = match launch::settings(flags, None) {
+        Ok(setup) => setup,
+        Err(code) => return code,
+    };
     let mut provider = setup.config.provider.clone();
     if args.base_url.is_some() {
         provider.base_url = args.base_url.clone();
@@ -104,33 +106,10 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
         },
         None => None,
     };
-    let handle = if setup.config.limits.isolate.unwrap_or(true) && !flags.no_isolate {
-        // The tools run in a worker process (design section 18), as `toolhost call`'s do.
-        let Some(spec) = crate::cli::worker_spec(flags, &setup) else {
-            eprintln!("toolhost: cannot tell how to start the worker process (use --no-isolate)");
-            return 1;
-        };
-        match HostHandle::spawn_worker(spec) {
-            Ok(handle) => {
-                for problem in handle.load_errors().unwrap_or_default() {
-                    eprintln!("toolhost: warning: {problem}");
-                }
-                handle
-            }
-            Err(e) => {
-                eprintln!("toolhost: {e}");
-                return 1;
-            }
-        }
-    } else {
-        let builder = match setup.builder(flags, crate::cli::terminal_confirmer()) {
-            Ok(builder) => builder,
-            Err(e) => return settings_error(&e),
-        };
-        match spawn(builder) {
-            Ok(handle) => handle,
-            Err(code) => return code,
-        }
+    // The tools run in a worker process (design section 18), as `toolhost call`'s do.
+    let handle = match launch::host_handle(flags, &setup, Asker::Terminal) {
+        Ok(handle) => handle,
+        Err(code) => return code,
     };
 
     let stop = Stop::new();
@@ -205,13 +184,16 @@ pub fn replay(flags: &Flags, args: &ReplayArgs) -> i32 {
         Ok(entries) => entries,
         Err(e) => return settings_error(&e),
     };
-    let Some(setup) = setup(flags) else { return 2 };
+    let setup = match launch::settings(flags, None) {
+        Ok(setup) => setup,
+        Err(code) => return code,
+    };
     let answers = ReplayAnswers::new();
     let builder = match setup.builder(flags, Some(answers.confirmer())) {
         Ok(builder) => builder,
         Err(e) => return settings_error(&e),
     };
-    let handle = match spawn(builder) {
+    let handle = match launch::thread_handle(builder) {
         Ok(handle) => handle,
         Err(code) => return code,
     };
@@ -229,43 +211,6 @@ pub fn replay(flags: &Flags, args: &ReplayArgs) -> i32 {
     }
 }
 
-/// The settings for the workspace, the notice about skipped files shown; `None` (reported) when
-/// they are wrong.
-fn setup(flags: &Flags) -> Option<Setup> {
-    match Setup::discover(flags, None) {
-        Ok(setup) => {
-            if let Some(notice) = &setup.notice {
-                eprintln!("{notice}");
-            }
-            Some(setup)
-        }
-        Err(e) => {
-            settings_error(&e);
-            None
-        }
-    }
-}
-
-/// The host on its own thread, its load errors shown; the exit code (reported) when it cannot be
-/// built: 2 for a settings error (a tool folder that does not exist), else 1.
-fn spawn(builder: HostBuilder) -> Result<HostHandle, i32> {
-    // Standard output carries the answer (or the replay report): what scripts print goes to
-    // standard error.
-    match HostHandle::spawn(builder.display_to_stderr(true)) {
-        Ok(handle) => {
-            for problem in handle.load_errors().unwrap_or_default() {
-                eprintln!("toolhost: warning: {problem}");
-            }
-            Ok(handle)
-        }
-        Err(e) if e.kind() == ErrorKind::Config => Err(settings_error(&e)),
-        Err(e) => {
-            eprintln!("toolhost: {e}");
-            Err(1)
-        }
-    }
-}
-
 fn read_task(task: &str) -> crate::Result<String> {
     if task != "-" {
         return Ok(task.to_string());
@@ -275,9 +220,4 @@ fn read_task(task: &str) -> crate::Result<String> {
         .read_to_string(&mut text)
         .map_err(|e| Error::new(ErrorKind::Config, format!("cannot read the task from standard input: {e}")))?;
     Ok(text)
-}
-
-fn settings_error(e: &Error) -> i32 {
-    eprintln!("toolhost: {e}");
-    2
 }

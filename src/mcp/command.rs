@@ -8,10 +8,9 @@
 use std::io::Write;
 use std::os::fd::{FromRawFd, OwnedFd};
 
-use crate::error::{Error, ErrorKind};
-use crate::handle::HostHandle;
+use crate::launch::{self, Asker};
 use crate::mcp::McpServer;
-use crate::setup::{Flags, Setup};
+use crate::setup::Flags;
 
 /// Moves the process's standard output aside for the protocol and points descriptor 1 at standard
 /// error, so nothing but the protocol reaches the client. The protocol's descriptor is not inherited
@@ -44,44 +43,16 @@ pub fn serve(flags: &Flags) -> i32 {
             return 1;
         }
     };
-    let settings_error = |e: &Error| {
-        eprintln!("toolhost: {e}");
-        2
-    };
-    let setup = match Setup::discover(flags, None) {
+    let setup = match launch::settings(flags, None) {
         Ok(setup) => setup,
-        Err(e) => return settings_error(&e),
+        Err(code) => return code,
     };
-    if let Some(notice) = &setup.notice {
-        eprintln!("{notice}");
-    }
     // The tools run in a worker process (design section 18), as `toolhost call`'s do, unless the
     // config or --no-isolate says otherwise.
-    let spawned = if setup.config.limits.isolate.unwrap_or(true) && !flags.no_isolate {
-        match crate::cli::worker_spec(flags, &setup) {
-            Some(spec) => HostHandle::spawn_worker(spec),
-            None => {
-                eprintln!("toolhost: cannot tell how to start the worker process (use --no-isolate)");
-                return 1;
-            }
-        }
-    } else {
-        match setup.builder(flags, None) {
-            Ok(builder) => HostHandle::spawn(builder.display_to_stderr(true)),
-            Err(e) => return settings_error(&e),
-        }
-    };
-    let handle = match spawned {
+    let handle = match launch::host_handle(flags, &setup, Asker::Nobody) {
         Ok(handle) => handle,
-        Err(e) if e.kind() == ErrorKind::Config => return settings_error(&e),
-        Err(e) => {
-            eprintln!("toolhost: {e}");
-            return 1;
-        }
+        Err(code) => return code,
     };
-    for problem in handle.load_errors().unwrap_or_default() {
-        eprintln!("toolhost: warning: {problem}");
-    }
     let writer = tokio::fs::File::from_std(protocol);
     match McpServer::new(handle).run(tokio::io::stdin(), writer) {
         Ok(()) => 0,

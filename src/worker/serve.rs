@@ -7,8 +7,8 @@ use std::os::unix::net::UnixStream;
 
 use super::WORKER_FD;
 use crate::error::Error;
-use crate::handle::{answer, Reply, Request};
 use crate::host::HostBuilder;
+use crate::host_request::{answer, Reply, Request};
 
 /// The worker's side: builds the host from `builder`, says it is ready (its load errors), then
 /// answers requests read from [`WORKER_FD`] until the other end closes. The socket is made

@@ -1,0 +1,79 @@
+//! What a [`HostHandle`](crate::HostHandle) asks of its host and what the host answers, as plain
+//! serializable data: the same conversation runs with a host on a thread and over the pipe to a
+//! worker process.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::call::{CallRecord, CallRequest};
+use crate::error::{Error, Result};
+use crate::host::{render_values, Host};
+use crate::pformat;
+use crate::schema::{self, Format};
+use crate::spec::SpecSet;
+
+/// What a handle asks of its host.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "request", rename_all = "kebab-case")]
+pub enum Request {
+    /// Run one call through the call path.
+    Call(CallRequest),
+    /// The tool catalogue in a provider's shape (a JSON array).
+    Catalogue {
+        /// The shape.
+        format: Format,
+    },
+    /// The P-format catalogue text for a prompt.
+    PformatCatalogue,
+    /// The specs of every tool.
+    Specs,
+    /// Evaluate Scheme source and render its values as `toolhost eval` prints them.
+    Eval {
+        /// The source.
+        source: String,
+        /// Stop it after this many milliseconds.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit_ms: Option<u64>,
+    },
+    /// The tool files that failed to load.
+    LoadErrors,
+}
+
+/// A host's answer to a [`Request`], one for one.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "reply", content = "value", rename_all = "kebab-case")]
+pub enum Reply {
+    /// The record of a call.
+    Call(Box<CallRecord>),
+    /// A catalogue.
+    Catalogue(Value),
+    /// Text (the P-format catalogue).
+    Text(String),
+    /// Every tool's spec.
+    Specs(SpecSet),
+    /// An evaluation's rendered value, or its error.
+    Eval(Result<String>),
+    /// Load errors.
+    LoadErrors(Vec<Error>),
+}
+
+/// Answers one request with the host. An interrupt that arrived between requests is forgotten: an
+/// interrupt stops what runs when it comes.
+pub fn answer(host: &mut Host, request: Request) -> Reply {
+    host.clear_interrupt();
+    match request {
+        Request::Call(call) => Reply::Call(Box::new(host.run_call(&call))),
+        Request::Catalogue { format } => {
+            let specs = host.specs();
+            Reply::Catalogue(schema::catalogue(specs.iter().map(|s| s.as_ref()), format))
+        }
+        Request::PformatCatalogue => Reply::Text(pformat::catalogue(&host.specs())),
+        Request::Specs => Reply::Specs(host.specs()),
+        Request::Eval { source, limit_ms } => {
+            let limit = limit_ms.map(Duration::from_millis);
+            Reply::Eval(host.eval_all(&source, limit).map(|values| render_values(&values)))
+        }
+        Request::LoadErrors => Reply::LoadErrors(host.load_errors().to_vec()),
+    }
+}
