@@ -1,6 +1,10 @@
 //! Building a host: the [`HostBuilder`] settings, starting the engine, the registry, the guard and
 //! the tool sources, and the host of the Rust tools alone.
 
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use super::scheme::{prelude_names, SchemeTools};
 use super::{Host, PRELUDE, PROJECT_TOOLS_DIR, SHIPPED_TOOLS};
 use crate::bindings::Bindings;
@@ -18,9 +22,6 @@ use crate::tools;
 use crate::trust::{Admission, TrustRule};
 use crate::watchdog::Watchdog;
 use crate::workspace::Workspace;
-use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Settings for a [`Host`]. `Send`, so a host can be built on the thread that will own it.
 ///

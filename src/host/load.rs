@@ -1,6 +1,12 @@
 //! Loading tool files into a host, and reloading them: what each file defined, where, and what a
 //! reload changed.
 
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use steel::rvals::SteelVal;
+
 use super::scheme::line_of;
 use super::{Host, ProjectTools, SHIPPED_TOOLS};
 use crate::bridge;
@@ -8,10 +14,6 @@ use crate::engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::registry::{Handler, Primitive};
 use crate::trust::Admission;
-use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use steel::rvals::SteelVal;
 
 /// The tools `reload` took out before loading their files again, and the names of those it left.
 struct Forgotten {

@@ -1,6 +1,12 @@
 //! Running Scheme in a host: a program under its time limit with errors pointing at file and line,
 //! the global names programs bind, and Scheme tools called from the JSON call path.
 
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use steel::rvals::SteelVal;
+
 use super::{Host, INTERRUPTED, PRELUDE};
 use crate::args;
 use crate::bindings::Failure;
@@ -9,10 +15,6 @@ use crate::engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::registry::Primitive;
 use crate::value::write_scheme;
-use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
-use steel::rvals::SteelVal;
 
 /// The prelude's hold on the Scheme tools' table (the value of its last form): a procedure that
 /// gives a tool's procedure and define-tool body, and the one that makes a tool's guarded

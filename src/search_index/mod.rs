@@ -42,6 +42,7 @@
 mod files;
 mod plan;
 mod postings;
+mod tree_watch;
 mod warm;
 
 use std::path::Path;
