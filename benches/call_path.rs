@@ -91,14 +91,7 @@ fn main() {
     .expect("tool file");
     let tool = Tool::new("add", "Add two integers.").param("a", "A").param("b", "B").build(add).expect("tool");
     let mut host = HostBuilder::new(dir.path()).tool(tool).tool_dir(&tools).build().expect("host");
-    let ctx = ToolCtx {
-        workspace: host.workspace().clone(),
-        limits: host.limits().clone(),
-        cancel: Default::default(),
-        search: Default::default(),
-        sandbox: Default::default(),
-        hidden: Default::default(),
-    };
+    let ctx = ToolCtx::new(host.workspace().clone(), host.limits().clone());
     let arguments = r#"{"a": 40, "b": 2}"#;
     assert_eq!(host.call_json("add", arguments).result.expect("add works"), serde_json::json!(42));
     assert_eq!(host.call_json("sadd", arguments).result.expect("sadd works"), serde_json::json!(42));

@@ -21,7 +21,7 @@ use crate::strict::strict_schema;
 #[cfg(feature = "cli")]
 mod command;
 #[cfg(feature = "cli")]
-pub use command::{command, CheckArgs, ReportFormat};
+pub(crate) use command::{command, CheckArgs};
 
 /// One checked tool.
 #[derive(Debug, Clone, PartialEq)]

@@ -188,21 +188,10 @@ macro_rules! out {
 /// lands on standard error and cannot forge or garble the answer. `None` if the descriptors could
 /// not be moved (the answer then goes to standard output as it is).
 fn private_stdout() -> Option<std::fs::File> {
-    use std::os::fd::FromRawFd;
     let _ = std::io::stdout().lock().flush();
-    // SAFETY: plain descriptor calls on descriptors this process owns; the duplicate is new and
-    // owned by the returned File alone.
-    unsafe {
-        let answer = libc::fcntl(libc::STDOUT_FILENO, libc::F_DUPFD_CLOEXEC, 3);
-        if answer < 0 {
-            return None;
-        }
-        if libc::dup2(libc::STDERR_FILENO, libc::STDOUT_FILENO) < 0 {
-            libc::close(answer);
-            return None;
-        }
-        Some(std::fs::File::from_raw_fd(answer))
-    }
+    let answer = rustix::io::fcntl_dupfd_cloexec(std::io::stdout(), 3).ok()?;
+    rustix::stdio::dup2_stdout(std::io::stderr()).ok()?;
+    Some(std::fs::File::from(answer))
 }
 
 /// Runs the command line; returns the process exit code.

@@ -9,8 +9,10 @@ use crate::sandbox::Sandbox;
 use crate::search_index::SearchIndex;
 use crate::workspace::Workspace;
 
-/// The context every handler receives. Cheap to share: the host keeps one per engine.
+/// The context every handler receives. Cheap to share: the host keeps one per engine. More fields
+/// may come: build one with [`ToolCtx::new`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ToolCtx {
     /// The folder tools work in; every path goes through its boundary checks.
     pub workspace: Workspace,
@@ -24,6 +26,22 @@ pub struct ToolCtx {
     pub sandbox: Sandbox,
     /// What the guard's path rules hide from tools that show many paths (`fs-list`, `index-grep`).
     pub hidden: crate::guard_rules::Hidden,
+}
+
+impl ToolCtx {
+    /// A context on `workspace` under `limits`, with the rest as a host without settings has them:
+    /// no interrupt, a search index of its own, the default sandbox, nothing hidden. For calling a
+    /// handler outside a host (a test, a bench).
+    pub fn new(workspace: Workspace, limits: Limits) -> ToolCtx {
+        ToolCtx {
+            workspace,
+            limits,
+            cancel: Cancel::default(),
+            search: SearchIndex::default(),
+            sandbox: Sandbox::default(),
+            hidden: crate::guard_rules::Hidden::default(),
+        }
+    }
 }
 
 /// A flag an interrupt sets and long-running tools watch. Cheap to clone; clones share the flag.
@@ -50,7 +68,10 @@ impl Cancel {
 /// Caps on what tools read and return, and how long they may run. The first four are the config's
 /// `[limits]` (design section 17); tool descriptions shown to models are rendered from these
 /// values, so what a model reads is what applies.
+///
+/// More limits may come: start from [`Limits::default`] and set the fields you want.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Limits {
     /// How long one call of a Scheme tool may run, nested tool calls included (`scheme_call_s`).
     pub scheme_call: std::time::Duration,

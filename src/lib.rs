@@ -107,7 +107,9 @@ mod bridge;
 pub mod call;
 pub mod check;
 mod check_call;
+/// The `toolhost` executable's command line; `src/main.rs` is its only caller.
 #[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod cli;
 pub mod config;
 pub mod context;
@@ -126,7 +128,9 @@ pub mod param;
 pub mod pformat;
 pub mod registry;
 mod relay;
+/// The REPL of `toolhost repl`; public for its tests and the executable, not an embedding API.
 #[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod repl;
 pub mod sandbox;
 pub mod schema;
@@ -148,18 +152,28 @@ pub mod worker;
 pub mod workspace;
 
 pub use call::{CallOptions, CallRecord, CallRequest};
+pub use config::Config;
 pub use context::{Limits, ToolCtx};
 pub use error::{Error, ErrorKind, Result};
 pub use guard::{Decision, Guard};
 pub use handle::HostHandle;
 pub use host::{Host, HostBuilder, Interrupter, Origin, ReloadReport, RustToolHost};
+#[cfg(feature = "mcp")]
+pub use mcp::{McpClients, McpServer};
 pub use param::{Param, ParamType, Signature, Skipped};
 pub use registry::{Handler, Primitive, Registry};
-pub use sandbox::Sandbox;
+pub use sandbox::{Sandbox, SandboxMode};
+pub use setup::{Flags, Setup};
 pub use spec::{Annotations, SpecSet, ToolSpec};
 pub use tool_source::{SourceTools, ToolSource};
+pub use trust::TrustRule;
 pub use typed::Tool;
+pub use worker::WorkerSpec;
 pub use workspace::Workspace;
+
+/// The steel interpreter toolhost embeds, re-exported so an embedder that handles Scheme values
+/// ([`Host::eval`] returns a `steel::rvals::SteelVal`) uses the very version toolhost does.
+pub use steel;
 
 /// The README's Rust examples, compiled and run as doctests so they cannot rot.
 // Its agent example needs the `agent` feature.

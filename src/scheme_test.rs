@@ -37,7 +37,7 @@ use crate::value::write_scheme;
 #[cfg(feature = "cli")]
 mod command;
 #[cfg(feature = "cli")]
-pub use command::{command, TestArgs};
+pub(crate) use command::{command, TestArgs};
 
 /// The checks `toolhost test` gives a line number.
 const CHECKS: [&str; 3] = ["check-equal?", "check-error?", "check-tool"];

@@ -355,14 +355,7 @@ mod tests {
     }
 
     fn ctx(dir: &tempfile::TempDir) -> ToolCtx {
-        ToolCtx {
-            workspace: Workspace::new(dir.path()).unwrap(),
-            limits: Limits::default(),
-            cancel: Default::default(),
-            search: Default::default(),
-            sandbox: Default::default(),
-            hidden: Default::default(),
-        }
+        ToolCtx::new(Workspace::new(dir.path()).unwrap(), Limits::default())
     }
 
     #[test]

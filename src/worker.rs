@@ -23,6 +23,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rustix::process::{kill_process, prlimit, Pid, Resource, Rlimit, Signal};
+
 use crate::call::{CallRecord, CallRequest};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host_request::{Reply, Request};
@@ -32,7 +34,7 @@ use crate::relay::StderrRelay;
 #[cfg(feature = "cli")]
 mod serve;
 #[cfg(feature = "cli")]
-pub use serve::serve;
+pub(crate) use serve::serve;
 
 /// How long a worker that overran is given to stop what it runs after an interrupt, before it is
 /// killed.
@@ -230,11 +232,9 @@ impl WorkerInterrupter {
     /// Interrupts the running call, if a worker runs.
     pub fn interrupt(&self) {
         let pid = self.0.load(Ordering::SeqCst);
-        if let Ok(pid) = libc::pid_t::try_from(pid) {
-            if pid > 0 {
-                // SAFETY: kill with a pid we started; at worst the process is gone already.
-                unsafe { libc::kill(pid, libc::SIGINT) };
-            }
+        // At worst the worker is gone already.
+        if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+            let _ = kill_process(pid, Signal::INT);
         }
     }
 }
@@ -378,8 +378,7 @@ fn cpu_seconds(pid: u32) -> Option<u64> {
     // state (3), ... utime (14), stime (15).
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
     let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    // SAFETY: sysconf only reads a constant.
-    let per_second = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok().filter(|&t| t > 0)?;
+    let per_second = Some(rustix::param::clock_ticks_per_second()).filter(|&t| t > 0)?;
     Some(ticks / per_second)
 }
 
@@ -393,10 +392,9 @@ fn bound_cpu(pid: u32, limit: Duration) {
     let soft = used + limit.as_secs().saturating_add(1).saturating_mul(cores) + 5;
     // Only the soft limit moves (SIGXCPU ends the worker there): lowering the hard limit could not
     // be undone for the next request without privileges.
-    let bound = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: libc::RLIM_INFINITY };
-    if let Ok(pid) = libc::pid_t::try_from(pid) {
-        // SAFETY: prlimit on our own child with a valid rlimit; the old value is not asked for.
-        unsafe { libc::prlimit(pid, libc::RLIMIT_CPU, &bound, std::ptr::null_mut()) };
+    let bound = Rlimit { current: Some(soft), maximum: None };
+    if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        let _ = prlimit(Some(pid), Resource::Cpu, bound);
     }
 }
 
@@ -420,9 +418,9 @@ fn exchange(live: &mut Live, request: &Request, limit: Duration) -> Result<Reply
         Heard::TimedOut => {
             // An interrupt first, so a running shell-exec kills its command's process group
             // (which SIGKILL of the worker alone would leave running); then the kill.
-            if let Ok(pid) = libc::pid_t::try_from(live.child.id()) {
-                // SAFETY: a signal to our own child, which has not been waited for yet.
-                unsafe { libc::kill(pid, libc::SIGINT) };
+            // Our own child, not yet waited for: the pid is still its.
+            if let Some(pid) = i32::try_from(live.child.id()).ok().and_then(Pid::from_raw) {
+                let _ = kill_process(pid, Signal::INT);
                 let _ = live.hear(INTERRUPT_GRACE);
             }
             let _ = live.child.kill();

@@ -6,7 +6,6 @@
 //! standard error, so whatever a script, steel or a child process prints lands there instead.
 
 use std::io::Write;
-use std::os::fd::{FromRawFd, OwnedFd};
 
 use crate::launch::{self, Asker};
 use crate::mcp::McpServer;
@@ -17,19 +16,9 @@ use crate::setup::Flags;
 /// by child processes.
 fn take_stdout_for_protocol() -> std::io::Result<std::fs::File> {
     std::io::stdout().flush()?;
-    // SAFETY: plain descriptor calls on the process's own standard descriptors; the new descriptor
-    // is owned by the returned file alone.
-    unsafe {
-        let protocol = libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3);
-        if protocol < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let owned = OwnedFd::from_raw_fd(protocol);
-        if libc::dup2(2, 1) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(std::fs::File::from(owned))
-    }
+    let protocol = rustix::io::fcntl_dupfd_cloexec(std::io::stdout(), 3)?;
+    rustix::stdio::dup2_stdout(std::io::stderr())?;
+    Ok(std::fs::File::from(protocol))
 }
 
 /// `toolhost mcp`: builds the host as the command line does (config, trust, flags; no terminal

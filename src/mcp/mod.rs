@@ -29,5 +29,5 @@ pub mod server;
 
 pub use client::{McpClients, McpStatus};
 #[cfg(feature = "cli")]
-pub use command::serve;
+pub(crate) use command::serve;
 pub use server::McpServer;

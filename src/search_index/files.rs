@@ -33,6 +33,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -49,7 +50,7 @@ const FILE_EVENTS: WatchFlags = WatchFlags::MODIFY
     .union(WatchFlags::OPEN);
 
 /// How long the reading thread waits for events before it checks whether the index is gone.
-const FOLLOW_POLL_MS: i32 = 100;
+const FOLLOW_POLL: Timespec = Timespec { tv_sec: 0, tv_nsec: 100_000_000 };
 
 /// The inotify instance of the file watches, and what its events said, shared by the index and
 /// the thread that reads the events as they come.
@@ -265,10 +266,8 @@ impl Watcher {
 fn follow(watcher: Weak<Watcher>) {
     loop {
         let Some(watcher) = watcher.upgrade() else { return };
-        let mut wait = libc::pollfd { fd: watcher.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: poll on one pollfd this frame owns, for a descriptor the watcher keeps open while
-        // this thread holds it.
-        let ready = unsafe { libc::poll(&mut wait, 1, FOLLOW_POLL_MS) };
+        let mut wait = [PollFd::new(&watcher.fd, PollFlags::IN)];
+        let ready = rustix::event::poll(&mut wait, Some(&FOLLOW_POLL)).unwrap_or(0);
         if ready > 0 {
             let mut files = watcher.lock();
             watcher.read_now(&mut files);

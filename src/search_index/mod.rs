@@ -244,10 +244,6 @@ impl SearchIndex {
 /// Builds at a low priority, so that a search or anything else the host does comes first. The
 /// walker's threads inherit it.
 fn lower_priority() {
-    // SAFETY: gettid has no preconditions; setpriority on our own thread id only changes its nice
-    // value (on Linux a PRIO_PROCESS id names one thread).
-    unsafe {
-        let thread = libc::gettid();
-        libc::setpriority(libc::PRIO_PROCESS, thread as libc::id_t, 10);
-    }
+    // On Linux a process id given to setpriority may name one thread: this one.
+    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
 }

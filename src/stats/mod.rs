@@ -130,7 +130,7 @@
 
 /// The `toolhost stats` command (feature `cli`).
 #[cfg(feature = "cli")]
-pub mod command;
+pub(crate) mod command;
 pub mod input;
 pub mod line;
 pub mod report;
@@ -141,7 +141,7 @@ pub mod tally;
 use std::path::Path;
 
 #[cfg(feature = "cli")]
-pub use command::{StatsArgs, StatsFormat};
+pub(crate) use command::StatsArgs;
 
 /// The newest session log format these counts know (the agent loop's `LOG_VERSION`; stats reads
 /// logs in builds without the agent too).

@@ -158,7 +158,8 @@ fn a_runaway_scheme_tool_times_out_and_the_host_keeps_working() {
         ".toolhost/tools/spin.scm",
         "(define (spin) (spin))\n(define-tool (spinner) \"Never returns.\" (spin))\n(define-tool (fine) \"Returns.\" 42)\n",
     )]);
-    let limits = Limits { scheme_call: Duration::from_millis(300), ..Limits::default() };
+    let mut limits = Limits::default();
+    limits.scheme_call = Duration::from_millis(300);
     let mut host = HostBuilder::new(dir.path()).limits(limits).build().unwrap();
     let (kind, message) = err_of(&host.call("spinner", json!({})));
     assert_eq!(kind, "timeout");
@@ -176,7 +177,8 @@ fn a_tool_file_that_never_finishes_loading_is_stopped_and_reported() {
         (".toolhost/tools/a-loop.scm", "(define (spin) (spin))\n(spin)\n"),
         (".toolhost/tools/b-fine.scm", "(define-tool (fine) \"Returns.\" 42)\n"),
     ]);
-    let limits = Limits { scheme_call: Duration::from_millis(300), ..Limits::default() };
+    let mut limits = Limits::default();
+    limits.scheme_call = Duration::from_millis(300);
     let mut host = HostBuilder::new(dir.path()).limits(limits).build().unwrap();
     assert_eq!(host.load_errors().len(), 1);
     assert!(host.load_errors()[0].message().contains("time limit"), "{}", host.load_errors()[0]);
