@@ -7,7 +7,8 @@ fn main() {
     // executable points it at a folder name in the temporary directory before any thread exists;
     // worker processes inherit it. The library leaves the process environment alone.
     if std::env::var_os("STEEL_HOME").is_none() {
-        std::env::set_var("STEEL_HOME", std::env::temp_dir().join("toolhost-steel-home"));
+        // SAFETY: no other thread exists yet, so nothing reads the environment while it changes.
+        unsafe { std::env::set_var("STEEL_HOME", std::env::temp_dir().join("toolhost-steel-home")) };
     }
     std::process::exit(toolhost::cli::main());
 }
