@@ -86,6 +86,9 @@ const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 /// How long a call runs before its first progress notification, and between two.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
+/// How often a cancelled call is interrupted again until it has stopped.
+const STOP_RETRY: Duration = Duration::from_millis(100);
+
 /// Tells the client a call is still running, each [`PROGRESS_EVERY`], one notification at a time.
 async fn report_progress(peer: Peer<RoleServer>, token: ProgressToken, tool: String) {
     let started = Instant::now();
@@ -146,17 +149,13 @@ impl ServerHandler for McpServer {
         let handle = self.handle.clone();
         // Held until the host has finished this call: the next call starts only then.
         let turn = context.extensions.remove::<Arc<CallTurn>>();
-        let work = tokio::task::spawn_blocking(move || {
-            let record = handle.run_call(call);
-            drop(turn);
-            record
-        });
+        let mut work = tokio::task::spawn_blocking(move || handle.run_call(call));
         let progress = context
             .meta
             .get_progress_token()
             .map(|token| tokio::spawn(report_progress(context.peer.clone(), token, tool)));
         let outcome = tokio::select! {
-            record = work => Some(record),
+            record = &mut work => Some(record),
             () = context.ct.cancelled() => None,
         };
         // No progress after the result: the last one, if any is being sent, is written before it.
@@ -165,11 +164,23 @@ impl ServerHandler for McpServer {
             let _ = progress.await;
         }
         let Some(record) = outcome else {
-            // Cancelled (by the client, or its input closed): stop the host's work on this call,
-            // which is the only call it runs. No reply is sent.
-            self.handle.interrupt();
+            // Cancelled (by the client, or its input closed): no reply is sent. The host runs only
+            // this call until the turn is let go, so interrupting it cannot reach another; it is
+            // interrupted again until it has ended, since an interrupt that comes before the host
+            // has begun the call is forgotten.
+            let handle = self.handle.clone();
+            tokio::spawn(async move {
+                loop {
+                    handle.interrupt();
+                    if tokio::time::timeout(STOP_RETRY, &mut work).await.is_ok() {
+                        break;
+                    }
+                }
+                drop(turn);
+            });
             return Err(ErrorData::internal_error("the call was cancelled", None));
         };
+        drop(turn);
         let record = record.map_err(|e| ErrorData::internal_error(format!("the host request failed: {e}"), None))?;
         let content = vec![ContentBlock::text(record.model_text())];
         Ok(match record.result {

@@ -50,7 +50,7 @@ struct Outgoing {
 
 /// A request read and not yet answered.
 struct Pending {
-    _permits: Permits,
+    permits: Permits,
     is_call: bool,
 }
 
@@ -137,7 +137,7 @@ impl Exchange {
             self.write(&refusal, permits);
             return;
         }
-        state.in_flight.insert(id.clone(), Pending { _permits: permits, is_call });
+        state.in_flight.insert(id.clone(), Pending { permits, is_call });
         if !is_call {
             unsent = state.forward(message, Permits::default());
         } else if state.running.is_none() && state.queue.is_empty() {
@@ -201,7 +201,7 @@ impl Exchange {
             let _ = written.send(());
             return done;
         };
-        let done = self.write(&message, pending._permits);
+        let done = self.write(&message, pending.permits);
         if pending.is_call {
             self.turn_part(&id, Part::Answered);
         }

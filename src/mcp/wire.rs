@@ -47,8 +47,8 @@ pub enum Line {
     End,
 }
 
-/// Reads newline-delimited messages of at most `limit` bytes; a longer one is skipped to its end,
-/// never held in memory.
+/// Reads newline-delimited messages of at most `limit` bytes; a longer one is read through to its
+/// end and dropped, nothing past the limit kept.
 pub struct LineReader<R> {
     inner: R,
     limit: usize,
