@@ -281,8 +281,8 @@ impl Transport<RoleServer> for StdioChannel {
         async move { written.await.map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the output has closed")) }
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<ClientJsonRpcMessage>> + Send {
-        async move { self.from_input.recv().await.map(|(message, _permits)| message) }
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        self.from_input.recv().await.map(|(message, _permits)| message)
     }
 
     fn close(&mut self) -> impl Future<Output = std::result::Result<(), io::Error>> + Send {
