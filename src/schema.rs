@@ -95,7 +95,7 @@ pub fn tool_schema(tool: &ToolSpec, format: Format) -> Value {
         }),
         Format::Anthropic => json!({"name": name, "description": tool.description, "input_schema": parameters}),
         Format::Mcp => json!({
-            "name": tool.name(),
+            "name": name,
             "description": tool.description,
             "inputSchema": parameters,
             "annotations": {

@@ -19,6 +19,8 @@
 //! | [`convert`] | `inputSchema` to a signature, hints to annotations, handler values to `arguments`, results to text |
 //! | [`client`] | [`McpClients`]: the connections to the configured servers, their tools as primitives, failure and restart |
 //! | [`server`] | [`McpServer`]: a host's tools served over MCP |
+//! | `stdio` | the server's standard input and output in front of the SDK: order, bounds, cancellation |
+//! | [`wire`] | JSON-RPC lines: the size limit, the envelope check, raw `tools/call` arguments |
 //! | `command` | `serve`: the `toolhost mcp` command (feature `cli`) |
 
 pub mod client;
@@ -26,6 +28,8 @@ pub mod client;
 mod command;
 pub mod convert;
 pub mod server;
+mod stdio;
+pub mod wire;
 
 pub use client::{McpClients, McpStatus};
 #[cfg(feature = "cli")]

@@ -4,14 +4,27 @@
 //! ([`schema::tool_schema`] in the MCP shape, annotations included); `tools/call` goes through the
 //! host's call path by its [`HostHandle`] (tidy, convert, guard, run, record), and every error there
 //! comes back as an `isError` result whose text names the error's kind, so a model can act on it.
+//!
+//! Over standard input and output ([`super::stdio`]) a call's arguments reach the call path as the
+//! text the client sent; a cancelled call (or one running when the input closes) is interrupted in
+//! the host, its command's processes with it; a call whose request carries a `progressToken` gets a
+//! progress notification each second it runs past the first. The protocol revision is 2025-11-25.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
+    ServerConfig, Tool,
 };
-use rmcp::service::{RequestContext, RoleServer};
-use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
+
+use super::stdio::{self, CallTurn};
+use super::wire::RawArguments;
 
 use crate::call::CallRequest;
 use crate::error::{Error, Result};
@@ -46,14 +59,7 @@ impl McpServer {
             .enable_all()
             .build()
             .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))?;
-        let outcome = runtime.block_on(async move {
-            let service = self
-                .serve((reader, writer))
-                .await
-                .map_err(|e| Error::tool_failed(format!("MCP initialization with the client failed: {e}")))?;
-            service.waiting().await.map_err(|e| Error::tool_failed(format!("the MCP server stopped: {e}")))?;
-            Ok(())
-        });
+        let outcome = runtime.block_on(stdio::serve(self, reader, writer));
         // A read of standard input cannot be cancelled; do not wait for one that never ends.
         runtime.shutdown_background();
         outcome
@@ -73,9 +79,39 @@ async fn ask_host<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) 
         .map_err(|e| ErrorData::internal_error(format!("the host request failed: {e}"), None))
 }
 
+/// The protocol revision served: the newest one with a handshake, which the official SDKs speak.
+/// (A later, stateless revision is refused rather than served untested.)
+const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// How long a call runs before its first progress notification, and between two.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// How often a cancelled call is interrupted again until it has stopped.
+const STOP_RETRY: Duration = Duration::from_millis(100);
+
+/// Tells the client a call is still running, each [`PROGRESS_EVERY`], one notification at a time.
+async fn report_progress(peer: Peer<RoleServer>, token: ProgressToken, tool: String) {
+    let started = Instant::now();
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+    loop {
+        ticks.tick().await;
+        let seconds = started.elapsed().as_secs_f64().floor();
+        let note = ProgressNotificationParam::new(token.clone(), seconds)
+            .with_message(format!("{tool}: running for {seconds:.0} s"));
+        if peer.notify_progress(note).await.is_err() {
+            return;
+        }
+    }
+}
+
 impl ServerHandler for McpServer {
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&PROTOCOL))
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_protocol_version(PROTOCOL)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "toolhost's tools: the workspace's files, search and shell, and the Scheme and MCP tools \
@@ -100,12 +136,52 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        mut context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, ErrorData> {
-        let arguments = request.arguments.map(|map| Value::Object(map).to_string()).unwrap_or_default();
-        let call = CallRequest::new(request.name.to_string(), arguments);
+        // The text the client sent, when the transport kept it: the call path then sees a key given
+        // twice, a nesting too deep and arguments that are not an object, as `toolhost call` does.
+        let arguments = match context.extensions.get::<RawArguments>() {
+            Some(raw) => raw.0.to_string(),
+            None => request.arguments.map(|map| Value::Object(map).to_string()).unwrap_or_default(),
+        };
+        let tool = request.name.to_string();
+        let call = CallRequest::new(tool.clone(), arguments);
         let handle = self.handle.clone();
-        let record = ask_host(move || handle.run_call(call)).await?;
+        // Held until the host has finished this call: the next call starts only then.
+        let turn = context.extensions.remove::<Arc<CallTurn>>();
+        let mut work = tokio::task::spawn_blocking(move || handle.run_call(call));
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| tokio::spawn(report_progress(context.peer.clone(), token, tool)));
+        let outcome = tokio::select! {
+            record = &mut work => Some(record),
+            () = context.ct.cancelled() => None,
+        };
+        // No progress after the result: the last one, if any is being sent, is written before it.
+        if let Some(progress) = progress {
+            progress.abort();
+            let _ = progress.await;
+        }
+        let Some(record) = outcome else {
+            // Cancelled (by the client, or its input closed): no reply is sent. The host runs only
+            // this call until the turn is let go, so interrupting it cannot reach another; it is
+            // interrupted again until it has ended, since an interrupt that comes before the host
+            // has begun the call is forgotten.
+            let handle = self.handle.clone();
+            tokio::spawn(async move {
+                loop {
+                    handle.interrupt();
+                    if tokio::time::timeout(STOP_RETRY, &mut work).await.is_ok() {
+                        break;
+                    }
+                }
+                drop(turn);
+            });
+            return Err(ErrorData::internal_error("the call was cancelled", None));
+        };
+        drop(turn);
+        let record = record.map_err(|e| ErrorData::internal_error(format!("the host request failed: {e}"), None))?;
         let content = vec![ContentBlock::text(record.model_text())];
         Ok(match record.result {
             Ok(_) => CallToolResult::success(content),

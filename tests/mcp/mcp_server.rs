@@ -80,7 +80,7 @@ fn the_sdk_client_lists_every_tool_and_calls_them_through_the_call_path() {
         {"name": "fs-read", "arguments": {"path": "a.txt", "limit": 5}},
         {"name": "noisy", "arguments": {"word": "hi"}},
         {"name": "fs-write", "arguments": {"path": "b.txt", "content": "x"}},
-        {"name": "fixture.args", "arguments": {"text": "via toolhost", "flag": false}},
+        {"name": "fixture__args", "arguments": {"text": "via toolhost", "flag": false}},
         {"name": "no-such-tool", "arguments": {}},
     ]);
     let args = ["--config", &config, "--tools", &tools];
@@ -111,7 +111,14 @@ fn the_sdk_client_lists_every_tool_and_calls_them_through_the_call_path() {
     let noisy = session.tool("noisy");
     assert_eq!(noisy["inputSchema"]["properties"]["word"], json!({"type": "string", "description": "A word to shout"}));
     assert_eq!(noisy["inputSchema"]["required"], json!(["word"]));
-    let fixture = session.tool("fixture.args");
+    // Names every provider takes (no dots: Anthropic's and OpenAI's rule), mapped back on calls.
+    for tool in &session.tools {
+        let name = tool["name"].as_str().unwrap();
+        let sendable =
+            (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        assert!(sendable, "{name} is not a name every client takes");
+    }
+    let fixture = session.tool("fixture__args");
     assert_eq!(
         fixture["inputSchema"]["properties"]["either"]["anyOf"],
         json!([{"type": "string"}, {"type": "integer"}])
@@ -146,4 +153,355 @@ fn with_yes_a_confirm_rule_allows_the_call() {
     let (text, is_error) = text_of(&session.results[0]);
     assert!(!is_error, "{text}");
     assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "written");
+}
+
+/// `toolhost mcp` driven with raw JSON-RPC lines, for what the SDK client never sends: malformed
+/// messages, oversized lines, duplicate ids, pipelining, cancellations, a client that stops reading.
+struct Raw {
+    child: std::process::Child,
+    input: Option<std::process::ChildStdin>,
+    messages: std::sync::mpsc::Receiver<Value>,
+    /// While set, nothing reads the server's output (a client that stopped reading).
+    paused: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Messages read while waiting for another.
+    seen: Vec<Value>,
+}
+
+impl Raw {
+    /// Starts `toolhost ARGS mcp` in `dir` and completes the handshake.
+    fn start(home: &Home, dir: &std::path::Path, args: &[&str]) -> Raw {
+        let mut all: Vec<&str> = args.to_vec();
+        all.push("mcp");
+        let mut child = home
+            .command(dir, &all)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("toolhost starts");
+        let output = child.stdout.take().unwrap();
+        let (sent, messages) = std::sync::mpsc::channel();
+        let paused = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let pause = std::sync::Arc::clone(&paused);
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut output = std::io::BufReader::with_capacity(512, output);
+            loop {
+                while pause.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                let mut line = String::new();
+                match output.read_line(&mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                let message = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+                if sent.send(message).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut raw = Raw { input: child.stdin.take(), child, messages, paused, seen: Vec::new() };
+        raw.send(&json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}));
+        let init = raw.reply("init");
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+        raw.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    fn send_line(&mut self, line: &[u8]) {
+        use std::io::Write;
+        let input = self.input.as_mut().expect("input open");
+        input.write_all(line).unwrap();
+        input.write_all(b"\n").unwrap();
+        input.flush().unwrap();
+    }
+
+    fn send(&mut self, message: &Value) {
+        self.send_line(message.to_string().as_bytes());
+    }
+
+    fn call(&mut self, id: impl Into<Value>, tool: &str, arguments: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id.into(), "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}));
+    }
+
+    fn cancel(&mut self, id: impl Into<Value>) {
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id.into(), "reason": "test"}}));
+    }
+
+    /// The next message the server writes.
+    fn next(&mut self) -> Value {
+        self.messages.recv_timeout(std::time::Duration::from_secs(60)).expect("the server answers within 60 s")
+    }
+
+    /// The reply (result or error) to request `id`; what came before it is kept in `seen`.
+    fn reply(&mut self, id: impl Into<Value>) -> Value {
+        let id = id.into();
+        if let Some(at) = self.seen.iter().position(|m| m["id"] == id && m.get("method").is_none()) {
+            return self.seen.remove(at);
+        }
+        loop {
+            let message = self.next();
+            if message["id"] == id && message.get("method").is_none() {
+                return message;
+            }
+            self.seen.push(message);
+        }
+    }
+
+    /// The text and `isError` of the tool result answering `id`.
+    fn result_text(&mut self, id: impl Into<Value>) -> (String, bool) {
+        let reply = self.reply(id);
+        assert!(reply.get("error").is_none(), "a protocol error, not a tool result: {reply}");
+        text_of(&reply["result"])
+    }
+
+    fn close_input(&mut self) {
+        self.input = None;
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A Scheme tool that runs until it is interrupted.
+const SPIN_TOOL: &str = r#"(define-tool (spin)
+  "Loop until stopped."
+  (let loop ((n 0)) (loop (+ n 1))))
+"#;
+
+fn raw_workspace() -> (tempfile::TempDir, Home) {
+    (workspace(&[("tools/spin.scm", SPIN_TOOL)]), Home::new())
+}
+
+#[test]
+fn every_malformed_message_gets_an_answer_and_the_connection_goes_on() {
+    let (dir, home) = raw_workspace();
+    let mut raw = Raw::start(&home, dir.path(), &[]);
+    raw.send_line(br#"{"jsonrpc": "2.0", "id": 1, "method": "ping""#);
+    let parse = raw.next();
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    raw.send_line(br#"[{"jsonrpc": "2.0", "id": 2, "method": "ping"}]"#);
+    let batch = raw.next();
+    assert_eq!(batch["error"]["code"], -32600, "{batch}");
+    raw.send_line(br#"{"jsonrpc": "2.0", "id": null, "method": "ping"}"#);
+    let null_id = raw.next();
+    assert_eq!(null_id["error"]["code"], -32600, "{null_id}");
+    raw.send_line(br#"{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": "fs-read"}"#);
+    let bad_params = raw.reply(3);
+    assert_eq!(bad_params["error"]["code"], -32602, "{bad_params}");
+
+    // Bad arguments are tool results naming the problem, so a model can correct the call.
+    raw.call(4, "fs-read", json!("a.txt"));
+    let (text, is_error) = raw.result_text(4);
+    assert!(is_error && text.contains("bad_arguments") && text.contains("object"), "{text}");
+    let mut deep =
+        String::from(r#"{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"arguments": {"path": "#);
+    deep.push_str(&"[".repeat(200));
+    deep.push_str(&"]".repeat(200));
+    deep.push_str(r#"}, "name": "fs-read"}}"#);
+    raw.send_line(deep.as_bytes());
+    let (text, is_error) = raw.result_text(5);
+    assert!(is_error && text.contains("bad_arguments") && text.contains("recursion limit"), "{text}");
+    raw.send_line(
+        br#"{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "fs-write", "arguments": {"path": "one.txt", "content": "x", "path": "two.txt"}}}"#,
+    );
+    let (text, is_error) = raw.result_text(6);
+    assert!(is_error && text.contains("bad_arguments") && text.contains("\"path\""), "{text}");
+    assert!(!dir.path().join("one.txt").exists() && !dir.path().join("two.txt").exists());
+
+    raw.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}));
+    assert!(raw.reply(7)["result"].is_object());
+}
+
+#[test]
+fn a_duplicate_id_in_flight_is_refused_and_the_first_request_still_answered() {
+    let (dir, home) = raw_workspace();
+    let mut raw = Raw::start(&home, dir.path(), &[]);
+    raw.call(7, "shell-exec", json!({"cmd": "sleep 0.5; echo first"}));
+    raw.call(7, "fs-write", json!({"path": "second.txt", "content": "second"}));
+    let refused = raw.reply(7);
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("in flight"), "{refused}");
+    let (text, is_error) = raw.result_text(7);
+    assert!(!is_error && text.contains("first"), "{text}");
+    assert!(!dir.path().join("second.txt").exists());
+}
+
+#[test]
+fn a_line_over_the_limit_is_refused_by_id_while_a_64_mib_write_goes_through() {
+    let (dir, home) = raw_workspace();
+    let mut raw = Raw::start(&home, dir.path(), &[]);
+    let content = "x".repeat(64 << 20);
+    raw.call(1, "fs-write", json!({"path": "big.txt", "content": content}));
+    let (text, is_error) = raw.result_text(1);
+    assert!(!is_error, "{text}");
+    assert_eq!(std::fs::metadata(dir.path().join("big.txt")).unwrap().len(), 64 << 20);
+    // The id comes last, as the TypeScript SDK writes it, after 130 MiB of arguments.
+    let huge = "y".repeat(130 << 20);
+    let line = format!(
+        r#"{{"method": "tools/call", "params": {{"name": "fs-write", "arguments": {{"path": "huge.txt", "content": "{huge}"}}}}, "jsonrpc": "2.0", "id": 2}}"#
+    );
+    drop(huge);
+    raw.send_line(line.as_bytes());
+    drop(line);
+    let refused = raw.reply(2);
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("limit"), "{refused}");
+    assert!(!dir.path().join("huge.txt").exists());
+    raw.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}));
+    assert!(raw.reply(3)["result"].is_object());
+}
+
+#[test]
+fn pipelined_calls_run_in_arrival_order() {
+    let (dir, home) = raw_workspace();
+    let mut raw = Raw::start(&home, dir.path(), &[]);
+    for n in 1..=200 {
+        raw.call(n, "fs-write", json!({"path": "v.txt", "content": format!("v{n}")}));
+    }
+    let mut order = Vec::new();
+    while order.len() < 200 {
+        let message = raw.next();
+        assert!(message["result"]["isError"] != true, "{message}");
+        order.push(message["id"].as_i64().unwrap());
+    }
+    assert_eq!(order, (1..=200).collect::<Vec<_>>());
+    assert_eq!(std::fs::read_to_string(dir.path().join("v.txt")).unwrap(), "v200");
+}
+
+#[test]
+fn a_client_that_stops_reading_makes_the_server_stop_reading() {
+    let (dir, home) = raw_workspace();
+    std::fs::write(dir.path().join("4k.txt"), "z".repeat(4000)).unwrap();
+    let mut raw = Raw::start(&home, dir.path(), &[]);
+    // From here on nothing reads the server's output until the writes below stall.
+    raw.paused.store(true, std::sync::atomic::Ordering::SeqCst);
+    const SENT: usize = 3_000;
+    let mut input = raw.input.take().unwrap();
+    let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = std::sync::Arc::clone(&written);
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        for n in 1..=SENT {
+            let line = json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                "params": {"name": "fs-read", "arguments": {"path": "4k.txt"}}});
+            writeln!(input, "{line}").unwrap();
+            count.store(n, std::sync::atomic::Ordering::SeqCst);
+        }
+        input
+    });
+    // Wait until the writes stall (the server stopped reading) or all of them went through.
+    let (mut last, mut still) = (0, 0);
+    while last < SENT && still < 15 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let now = written.load(std::sync::atomic::Ordering::SeqCst);
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
+    assert!(last < SENT / 2, "the server read {last} of {SENT} requests while nothing read its replies");
+    // Reading again, every request is answered.
+    raw.paused.store(false, std::sync::atomic::Ordering::SeqCst);
+    raw.input = Some(writer.join().unwrap());
+    for n in 1..=SENT {
+        let reply = raw.next();
+        assert_eq!(reply["id"], n, "{reply}");
+    }
+}
+
+/// The child processes of `pid`, from /proc.
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    tasks
+        .filter_map(|t| t.ok())
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|text| text.split_whitespace().filter_map(|p| p.parse().ok()).collect::<Vec<u32>>())
+        .collect()
+}
+
+#[test]
+fn a_cancelled_call_stops_at_once_and_a_queued_one_never_runs_and_neither_is_answered() {
+    let (dir, home) = raw_workspace();
+    // No time limit ends the loop in time: only the cancellation can.
+    std::fs::write(dir.path().join("slow.toml"), "[limits]\nscheme_call_s = 600\n").unwrap();
+    let mut raw = Raw::start(&home, dir.path(), &["--config", "slow.toml"]);
+    raw.call(1, "spin", json!({}));
+    raw.call(2, "fs-write", json!({"path": "queued.txt", "content": "ran"}));
+    raw.cancel(2);
+    raw.cancel(1);
+    // Had the loop not stopped, this call would wait behind it forever.
+    raw.call(3, "fs-write", json!({"path": "after.txt", "content": "ran"}));
+    let (text, is_error) = raw.result_text(3);
+    assert!(!is_error, "{text}");
+    assert!(!dir.path().join("queued.txt").exists());
+    // A command and every process it started stop too.
+    raw.call(4, "shell-exec", json!({"cmd": "sleep 30 & echo $! > child.pid; echo $$ > shell.pid; wait"}));
+    let (shell_pid, child_pid) = (dir.path().join("shell.pid"), dir.path().join("child.pid"));
+    common::eventually("the command to start", || {
+        std::fs::read_to_string(&shell_pid).is_ok_and(|t| t.ends_with('\n'))
+            && std::fs::read_to_string(&child_pid).is_ok_and(|t| t.ends_with('\n'))
+    });
+    raw.cancel(4);
+    let (shell, child) = (common::pid_in(&shell_pid), common::pid_in(&child_pid));
+    common::eventually("the cancelled command's processes to end", || common::is_gone(shell) && common::is_gone(child));
+    raw.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}));
+    raw.reply(5);
+    assert!(
+        raw.seen.iter().all(|m| ![1, 2, 4].contains(&m["id"].as_i64().unwrap_or(0))),
+        "a cancelled request was answered: {:?}",
+        raw.seen
+    );
+}
+
+#[test]
+fn closed_input_ends_the_running_call_its_worker_and_the_server_within_2_s() {
+    let (dir, home) = raw_workspace();
+    let mut raw = Raw::start(&home, dir.path(), &[]);
+    raw.call(1, "shell-exec", json!({"cmd": "echo $$ > shell.pid; sleep 5; echo late > late.txt"}));
+    let shell_pid = dir.path().join("shell.pid");
+    common::eventually("the command to start", || std::fs::read_to_string(&shell_pid).is_ok_and(|t| t.ends_with('\n')));
+    let shell = common::pid_in(&shell_pid);
+    let workers = children_of(raw.child.id());
+    assert!(!workers.is_empty(), "toolhost mcp runs its tools in a worker");
+    let closed = std::time::Instant::now();
+    raw.close_input();
+    let status = loop {
+        if let Some(status) = raw.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(closed.elapsed() < std::time::Duration::from_secs(2), "toolhost still runs 2 s after its input closed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    for pid in workers.iter().chain([&shell]) {
+        assert!(common::is_gone(*pid), "process {pid} outlived toolhost");
+    }
+    assert!(!dir.path().join("late.txt").exists());
+}
+
+#[test]
+fn a_long_call_with_a_progress_token_reports_progress_until_its_result() {
+    let (dir, home) = raw_workspace();
+    let mut raw = Raw::start(&home, dir.path(), &[]);
+    raw.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "shell-exec", "arguments": {"cmd": "sleep 2.5; echo done"}, "_meta": {"progressToken": "p1"}}}));
+    let (text, is_error) = raw.result_text(1);
+    assert!(!is_error && text.contains("done"), "{text}");
+    let progress: Vec<&Value> = raw.seen.iter().filter(|m| m["method"] == "notifications/progress").collect();
+    assert!(!progress.is_empty(), "no progress before the result: {:?}", raw.seen);
+    assert!(progress.iter().all(|p| p["params"]["progressToken"] == "p1"), "{progress:?}");
+    let values: Vec<f64> = progress.iter().map(|p| p["params"]["progress"].as_f64().unwrap()).collect();
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "progress must increase: {values:?}");
+    // None after the result: the next reply is the ping's own.
+    raw.seen.clear();
+    raw.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}));
+    raw.reply(2);
+    assert!(raw.seen.is_empty(), "{:?}", raw.seen);
 }

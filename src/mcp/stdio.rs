@@ -1,0 +1,393 @@
+//! `toolhost mcp`'s standard input and output in front of the SDK's service: a
+//! [`Transport`] of its own that reads the input itself (every bad line answered, see
+//! [`super::wire`]), refuses a request id already in flight, hands the SDK one `tools/call` at a
+//! time in arrival order, drops a queued call that is cancelled, stops reading while
+//! [`MAX_UNANSWERED`] requests wait for their replies to be written (so a client that stops reading
+//! holds up the server, not its memory), and on closed input cancels what runs before the server
+//! ends.
+//!
+//! The SDK keeps what it is good at: `initialize`, dispatch to the handler, the peer for
+//! notifications, and the cancellation token of each request (a reply to a cancelled request is
+//! never sent).
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use rmcp::model::{ClientJsonRpcMessage, ErrorCode, GetExtensions, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::service::{RoleServer, ServiceExt};
+use rmcp::transport::Transport;
+use rmcp::ServerHandler;
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
+
+use super::wire::{self, Inbound, Line, LineReader, MAX_MESSAGE_BYTES};
+use crate::error::{Error, Result};
+
+/// Requests read and not yet answered (their replies written) before the server stops reading.
+pub const MAX_UNANSWERED: usize = 64;
+
+/// The bytes of requests read and not yet answered, in KiB: 64 huge calls cannot add up.
+const MAX_UNANSWERED_KIB: u32 = (2 * MAX_MESSAGE_BYTES / 1024) as u32;
+
+/// How long, once the input closed, a cancelled call's host work has to stop before the server
+/// ends anyway.
+const STOP_GRACE: Duration = Duration::from_millis(1500);
+
+/// What an input line holds of the reader's bounds, released when its reply is written.
+#[derive(Default)]
+struct Permits(Vec<OwnedSemaphorePermit>);
+
+/// A line for the client.
+struct Outgoing {
+    line: Vec<u8>,
+    _permits: Permits,
+    written: Option<oneshot::Sender<()>>,
+}
+
+/// A request read and not yet answered.
+struct Pending {
+    permits: Permits,
+    is_call: bool,
+}
+
+/// The call the SDK is running. The next starts when it was answered (or cancelled) and its host
+/// work has ended, so a cancellation's interrupt can only reach the call it was meant for.
+struct Turn {
+    id: RequestId,
+    answered: bool,
+    work_done: bool,
+}
+
+enum Part {
+    Answered,
+    WorkDone,
+}
+
+struct State {
+    in_flight: HashMap<RequestId, Pending>,
+    queue: VecDeque<(RequestId, ClientJsonRpcMessage)>,
+    running: Option<Turn>,
+    to_sdk: Option<mpsc::UnboundedSender<(ClientJsonRpcMessage, Permits)>>,
+}
+
+impl State {
+    /// Hands `message` to the SDK; gives it back when the SDK has gone (to be dropped by the caller
+    /// once the state is unlocked: a call's [`CallTurn`] locks it as it drops).
+    #[must_use]
+    fn forward(&mut self, message: ClientJsonRpcMessage, permits: Permits) -> Option<ClientJsonRpcMessage> {
+        let sdk = self.to_sdk.as_ref()?;
+        sdk.send((message, permits)).err().map(|e| e.0 .0)
+    }
+}
+
+/// The bookkeeping between the input, the SDK and the output.
+struct Exchange {
+    state: Mutex<State>,
+    output: mpsc::UnboundedSender<Outgoing>,
+    idle: Notify,
+}
+
+/// A `tools/call`'s turn, carried to the handler in the request's extensions: the handler keeps it
+/// until the host has finished the call.
+pub struct CallTurn {
+    exchange: Weak<Exchange>,
+    id: RequestId,
+}
+
+impl Drop for CallTurn {
+    fn drop(&mut self) {
+        if let Some(exchange) = self.exchange.upgrade() {
+            exchange.turn_part(&self.id, Part::WorkDone);
+        }
+    }
+}
+
+impl Exchange {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Queues `message` for the output; the receiver fires once it is written.
+    fn write(&self, message: &ServerJsonRpcMessage, permits: Permits) -> oneshot::Receiver<()> {
+        let (written, done) = oneshot::channel();
+        match serde_json::to_vec(message) {
+            Ok(mut line) => {
+                line.push(b'\n');
+                let _ = self.output.send(Outgoing { line, _permits: permits, written: Some(written) });
+            }
+            Err(e) => eprintln!("toolhost: a reply could not be encoded and was not sent: {e}"),
+        }
+        done
+    }
+
+    fn accept(self: &Arc<Self>, id: RequestId, message: ClientJsonRpcMessage, is_call: bool, permits: Permits) {
+        let mut unsent = None;
+        let mut state = self.lock();
+        if state.in_flight.contains_key(&id) {
+            drop(state);
+            let refusal = wire::error(
+                Some(id.clone()),
+                ErrorCode::INVALID_REQUEST,
+                format!("Invalid request: request id {id} is still in flight; give each request an id of its own"),
+            );
+            self.write(&refusal, permits);
+            return;
+        }
+        state.in_flight.insert(id.clone(), Pending { permits, is_call });
+        if !is_call {
+            unsent = state.forward(message, Permits::default());
+        } else if state.running.is_none() && state.queue.is_empty() {
+            unsent = self.start(&mut state, id, message);
+        } else {
+            state.queue.push_back((id, message));
+        }
+        drop(state);
+        drop(unsent);
+    }
+
+    #[must_use]
+    fn start(
+        self: &Arc<Self>,
+        state: &mut State,
+        id: RequestId,
+        mut message: ClientJsonRpcMessage,
+    ) -> Option<ClientJsonRpcMessage> {
+        if let JsonRpcMessage::Request(request) = &mut message {
+            request
+                .request
+                .extensions_mut()
+                .insert(Arc::new(CallTurn { exchange: Arc::downgrade(self), id: id.clone() }));
+        }
+        state.running = Some(Turn { id, answered: false, work_done: false });
+        state.forward(message, Permits::default())
+    }
+
+    fn turn_part(self: &Arc<Self>, id: &RequestId, part: Part) {
+        let mut unsent = None;
+        let mut state = self.lock();
+        let Some(turn) = state.running.as_mut().filter(|turn| &turn.id == id) else { return };
+        match part {
+            Part::Answered => turn.answered = true,
+            Part::WorkDone => turn.work_done = true,
+        }
+        if turn.answered && turn.work_done {
+            state.running = None;
+            match state.queue.pop_front() {
+                Some((next, message)) => unsent = self.start(&mut state, next, message),
+                None => self.idle.notify_waiters(),
+            }
+        }
+        drop(state);
+        drop(unsent);
+    }
+
+    /// A message from the SDK: a reply is written (and releases its request's bounds) unless its
+    /// request was cancelled; anything else is written as it is.
+    fn from_sdk(self: &Arc<Self>, message: ServerJsonRpcMessage) -> oneshot::Receiver<()> {
+        let id = match &message {
+            JsonRpcMessage::Response(response) => Some(response.id.clone()),
+            JsonRpcMessage::Error(error) => error.id.clone(),
+            _ => None,
+        };
+        let Some(id) = id else { return self.write(&message, Permits::default()) };
+        let pending = self.lock().in_flight.remove(&id);
+        let Some(pending) = pending else {
+            // Cancelled: no reply, as the spec asks.
+            let (written, done) = oneshot::channel();
+            let _ = written.send(());
+            return done;
+        };
+        let done = self.write(&message, pending.permits);
+        if pending.is_call {
+            self.turn_part(&id, Part::Answered);
+        }
+        done
+    }
+
+    /// `notifications/cancelled`: a queued call is dropped; a running request's token fires in the
+    /// SDK (its handler stops the host's work) and its reply is never written; an unknown or
+    /// finished id is ignored.
+    fn cancel(self: &Arc<Self>, id: RequestId, reason: &str) {
+        let mut unsent = None;
+        let mut state = self.lock();
+        if let Some(at) = state.queue.iter().position(|(queued, _)| queued == &id) {
+            state.queue.remove(at);
+            state.in_flight.remove(&id);
+            return;
+        }
+        let Some(pending) = state.in_flight.remove(&id) else { return };
+        let notification = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id.clone().into_json_value(), "reason": reason}});
+        if let Ok(message) = serde_json::from_value::<ClientJsonRpcMessage>(notification) {
+            unsent = state.forward(message, Permits::default());
+        }
+        drop(state);
+        drop(unsent);
+        if pending.is_call {
+            self.turn_part(&id, Part::Answered);
+        }
+    }
+
+    /// The input closed: queued calls are dropped, the running one is cancelled, and the SDK is
+    /// told there is no more input.
+    fn end_of_input(self: &Arc<Self>) {
+        let running = {
+            let mut state = self.lock();
+            let queued: Vec<_> = state.queue.drain(..).collect();
+            for (id, _) in &queued {
+                state.in_flight.remove(id);
+            }
+            state.running.as_ref().map(|turn| turn.id.clone())
+        };
+        if let Some(id) = running {
+            self.cancel(id, "the client closed the connection");
+        }
+        self.lock().to_sdk = None;
+    }
+
+    /// Waits until no call's host work runs, at most `limit`.
+    async fn wait_idle(&self, limit: Duration) {
+        let _ = tokio::time::timeout(limit, async {
+            loop {
+                let notified = self.idle.notified();
+                if self.lock().running.is_none() {
+                    return;
+                }
+                notified.await;
+            }
+        })
+        .await;
+    }
+}
+
+/// The SDK's side of the exchange.
+struct StdioChannel {
+    exchange: Arc<Exchange>,
+    from_input: mpsc::UnboundedReceiver<(ClientJsonRpcMessage, Permits)>,
+}
+
+impl Transport<RoleServer> for StdioChannel {
+    type Error = io::Error;
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl Future<Output = std::result::Result<(), io::Error>> + Send + 'static {
+        let written = self.exchange.from_sdk(item);
+        async move { written.await.map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the output has closed")) }
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        self.from_input.recv().await.map(|(message, _permits)| message)
+    }
+
+    fn close(&mut self) -> impl Future<Output = std::result::Result<(), io::Error>> + Send {
+        std::future::ready(Ok(()))
+    }
+}
+
+/// Reads the input line by line, a slot taken before each read.
+async fn read_input<R: AsyncRead + Unpin>(reader: R, exchange: Arc<Exchange>) {
+    let slots = Arc::new(Semaphore::new(MAX_UNANSWERED));
+    let kib = Arc::new(Semaphore::new(MAX_UNANSWERED_KIB as usize));
+    let mut lines = LineReader::new(BufReader::with_capacity(1 << 20, reader), MAX_MESSAGE_BYTES);
+    loop {
+        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else { break };
+        let mut permits = Permits(vec![slot]);
+        match lines.next().await.unwrap_or(Line::End) {
+            Line::End => break,
+            Line::TooLong { bytes, id } => {
+                let refusal = wire::error(
+                    id,
+                    ErrorCode::INVALID_REQUEST,
+                    format!(
+                        "Invalid request: the message is {bytes} bytes, over the limit of {MAX_MESSAGE_BYTES} bytes, and \
+                         was not read"
+                    ),
+                );
+                exchange.write(&refusal, permits);
+            }
+            Line::Message(bytes) => {
+                let size = u32::try_from(bytes.len() / 1024).unwrap_or(u32::MAX).min(MAX_UNANSWERED_KIB);
+                if size > 0 {
+                    if let Ok(held) = Arc::clone(&kib).acquire_many_owned(size).await {
+                        permits.0.push(held);
+                    }
+                }
+                match wire::classify(&bytes) {
+                    Inbound::Nothing => {}
+                    Inbound::Refused(refusal) => {
+                        exchange.write(&refusal, permits);
+                    }
+                    Inbound::Request { id, message, is_call } => exchange.accept(id, message, is_call, permits),
+                    Inbound::Cancel(id) => exchange.cancel(id, "cancelled by the client"),
+                    Inbound::Other(message) => {
+                        let unsent = exchange.lock().forward(message, permits);
+                        drop(unsent);
+                    }
+                }
+            }
+        }
+    }
+    exchange.end_of_input();
+}
+
+/// Writes each line and flushes it, then releases what its request held. After a failed write
+/// (the client is gone) lines are dropped.
+async fn write_output<W: AsyncWrite + Unpin>(mut writer: W, mut lines: mpsc::UnboundedReceiver<Outgoing>) {
+    let mut broken = false;
+    while let Some(outgoing) = lines.recv().await {
+        if !broken {
+            let wrote = async {
+                writer.write_all(&outgoing.line).await?;
+                writer.flush().await
+            };
+            broken = wrote.await.is_err();
+        }
+        if let Some(written) = outgoing.written {
+            let _ = written.send(());
+        }
+    }
+}
+
+/// Serves `service` on `reader` and `writer` until the input ends, then stops what runs and writes
+/// what is left to write.
+pub async fn serve<S: ServerHandler>(
+    service: S,
+    reader: impl AsyncRead + Send + Unpin + 'static,
+    writer: impl AsyncWrite + Send + Unpin + 'static,
+) -> Result<()> {
+    let (output, lines) = mpsc::unbounded_channel();
+    let (to_sdk, from_input) = mpsc::unbounded_channel();
+    let exchange = Arc::new(Exchange {
+        state: Mutex::new(State {
+            in_flight: HashMap::new(),
+            queue: VecDeque::new(),
+            running: None,
+            to_sdk: Some(to_sdk),
+        }),
+        output,
+        idle: Notify::new(),
+    });
+    let writing = tokio::spawn(write_output(writer, lines));
+    tokio::spawn(read_input(reader, Arc::clone(&exchange)));
+    let channel = StdioChannel { exchange: Arc::clone(&exchange), from_input };
+    let outcome = match service.serve(channel).await {
+        Ok(running) => {
+            running.waiting().await.map(drop).map_err(|e| Error::tool_failed(format!("the MCP server stopped: {e}")))
+        }
+        Err(e) => Err(Error::tool_failed(format!("MCP initialization with the client failed: {e}"))),
+    };
+    // The input has ended (or the SDK gave up): the running call was cancelled; let its host work
+    // stop, so its worker and processes end with the server, then write what is queued (the
+    // output ends once the reader and the channel have let go of the exchange).
+    exchange.end_of_input();
+    exchange.wait_idle(STOP_GRACE).await;
+    drop(exchange);
+    let _ = tokio::time::timeout(Duration::from_millis(500), writing).await;
+    outcome
+}
