@@ -265,7 +265,7 @@ impl<'a> Session<'a> {
             task: task.to_string(),
             instructions: self.instructions.clone(),
         })?;
-        let speaker = match Speaker::new(&self.handle, self.dialect, self.strict) {
+        let speaker = match Speaker::new(&self.handle, self.dialect, self.strict, self.model.catalogue_format(self.strict)) {
             Ok(speaker) => speaker,
             Err(e) => return Err(self.fail(0, e)),
         };
@@ -334,6 +334,7 @@ impl<'a> Session<'a> {
             text: reply.text.clone(),
             tool_calls: reply.tool_calls.iter().map(|c| c.to_json()).collect(),
             finish_reason: reply.finish_reason.clone(),
+            usage: reply.usage,
         })?;
         Ok(reply)
     }
