@@ -141,7 +141,10 @@ fn messages(conversation: &[Message]) -> Vec<Value> {
     }
     // A user message of one text block reads best as plain text.
     for message in &mut out {
-        let single = message["content"].as_array().filter(|c| c.len() == 1 && c[0]["type"] == "text").map(|c| c[0]["text"].clone());
+        let single = message["content"]
+            .as_array()
+            .filter(|c| c.len() == 1 && c[0]["type"] == "text")
+            .map(|c| c[0]["text"].clone());
         if let Some(text) = single {
             message["content"] = text;
         }
@@ -224,7 +227,8 @@ pub const STREAM_END: &str = "message_stop";
 /// # Errors
 /// An `error` event, or data that is not JSON.
 pub(crate) fn on_event(event: &Event, builder: &mut ReplyBuilder) -> Result<bool> {
-    let data: Value = serde_json::from_str(&event.data).map_err(|_| unreadable(&event.data, "has an event that is not JSON"))?;
+    let data: Value =
+        serde_json::from_str(&event.data).map_err(|_| unreadable(&event.data, "has an event that is not JSON"))?;
     let key = data.get("index").and_then(Value::as_u64).unwrap_or(0).to_string();
     match data.get("type").and_then(Value::as_str).unwrap_or_default() {
         "message_start" => builder.usage = data.pointer("/message/usage").and_then(usage),

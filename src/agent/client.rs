@@ -183,9 +183,10 @@ impl ClientSettings {
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(Error::config(format!("the base URL must start with http:// or https://, got {base_url:?}")));
         }
-        let model = provider.model.clone().ok_or_else(|| {
-            Error::config("no model name: set model in [provider] of the config, or pass --model")
-        })?;
+        let model = provider
+            .model
+            .clone()
+            .ok_or_else(|| Error::config("no model name: set model in [provider] of the config, or pass --model"))?;
         let mut settings = ClientSettings::new(base_url, model);
         if let Some(seconds) = provider.timeout_s {
             settings.timeout = Duration::try_from_secs_f64(seconds)
@@ -722,7 +723,10 @@ fn chat_event(event: &Event, builder: &mut ReplyBuilder) -> Result<bool> {
         return Ok(true);
     }
     let chunk: Value = serde_json::from_str(&event.data).map_err(|_| {
-        Error::new(ErrorKind::Agent, format!("the model server's stream has an event that is not JSON: {}", excerpt(&event.data)))
+        Error::new(
+            ErrorKind::Agent,
+            format!("the model server's stream has an event that is not JSON: {}", excerpt(&event.data)),
+        )
     })?;
     if chunk.get("error").is_some() {
         return Err(Error::new(
@@ -880,6 +884,39 @@ mod tests {
         settings.api_key = Some("sk-very-secret".into());
         let shown = format!("{settings:?}");
         assert!(!shown.contains("sk-very-secret") && shown.contains("<set>"), "{shown}");
+    }
+
+    /// Runs chat-completions chunks (their `delta`s and finish reasons) through the stream reader.
+    fn streamed(chunks: &[Value]) -> Result<ModelReply> {
+        let mut text = String::new();
+        for chunk in chunks {
+            text.push_str(&format!("data: {chunk}\n\n"));
+        }
+        stream::read_stream(text.as_bytes(), ReplyBuilder::new(None), "http://x/v1", "[DONE]", chat_event)
+    }
+
+    #[test]
+    fn streamed_tool_calls_survive_what_compatible_servers_send() {
+        let delta = |d: Value| json!({"choices": [{"index": 0, "delta": d, "finish_reason": null}]});
+        let reply = streamed(&[
+            delta(json!({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "fs-read", "arguments": "{\"pa"}}]})),
+            // No index: the call with this id.
+            delta(json!({"tool_calls": [{"id": "a", "function": {"arguments": "th\":1}"}}]})),
+            // The same index with a new id: a second call, not more of the first.
+            delta(json!({"tool_calls": [{"index": 0, "id": "b", "function": {"name": "fs-list", "arguments": {"depth": 1}}}]})),
+            // A tool-call reply that says "stop", ended without [DONE].
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ])
+        .unwrap();
+        let calls: Vec<(&str, &str, &str)> =
+            reply.tool_calls.iter().map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str())).collect();
+        assert_eq!(calls, [("a", "fs-read", "{\"path\":1}"), ("b", "fs-list", "{\"depth\":1}")]);
+        // Neither [DONE] nor a finish reason: cut.
+        let e = streamed(&[delta(json!({"content": "Hel"}))]).unwrap_err();
+        assert!(e.message().contains("after 3 characters of text and no tool call"), "{e}");
+        // An error chunk.
+        let e = streamed(&[json!({"error": {"message": "overloaded"}})]).unwrap_err();
+        assert!(e.message().contains("overloaded"), "{e}");
     }
 
     #[test]

@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex};
 use clap::ValueEnum;
 
 use crate::agent::client::{ChatClient, ClientSettings};
-use crate::agent::provider::{self, ProviderFlags};
 use crate::agent::instructions;
 use crate::agent::log::{self, SessionLog};
+use crate::agent::provider::{self, ProviderFlags};
 use crate::agent::replay::{self, ReplayAnswers};
 use crate::agent::session::{End, Session, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TURNS};
 use crate::agent::stop::Stop;

@@ -203,21 +203,24 @@ pub fn resolve(provider: &ProviderConfig, flags: &ProviderFlags, user_files: &[P
                  toolhost.toml; pass --base-url {base_url} to send it there"
             )),
             _ => {
-                let because = format!("{} names the environment variable {var}", match source {
-                    Source::Flag => "--api-key-env",
-                    _ => "provider.api_key_env",
-                });
+                let because = format!(
+                    "{} names the environment variable {var}",
+                    match source {
+                        Source::Flag => "--api-key-env",
+                        _ => "provider.api_key_env",
+                    }
+                );
                 return Ok(Resolved { preset, api, base_url, key_env: Some(var.clone()), key_because: because, notes });
             }
         }
     }
     // A preset's key, to the preset's own host only; a base URL on a known provider's host gets
     // that provider's key without naming the preset.
-    let host = host_of(&base_url).filter(|(scheme, _)| scheme == "https").map(|(_, host)| host_name(host).to_ascii_lowercase());
-    let owner = preset
-        .into_iter()
-        .chain(PRESETS)
-        .find(|p| p.own_host().is_some() && p.own_host().map(str::to_string) == host);
+    let host = host_of(&base_url)
+        .filter(|(scheme, _)| scheme == "https")
+        .map(|(_, host)| host_name(host).to_ascii_lowercase());
+    let owner =
+        preset.into_iter().chain(PRESETS).find(|p| p.own_host().is_some() && p.own_host().map(str::to_string) == host);
     let (key_env, key_because) = match owner {
         Some(owner) => {
             let var = owner.key_env().unwrap_or_default().to_string();
@@ -287,7 +290,11 @@ mod tests {
     use serde_json::json;
 
     fn provider(base_url: Option<&str>, key: Option<&str>, file: &str) -> ProviderConfig {
-        let mut p = ProviderConfig { base_url: base_url.map(String::from), api_key_env: key.map(String::from), ..Default::default() };
+        let mut p = ProviderConfig {
+            base_url: base_url.map(String::from),
+            api_key_env: key.map(String::from),
+            ..Default::default()
+        };
         for (k, set) in [("base_url", base_url.is_some()), ("api_key_env", key.is_some())] {
             if set {
                 p.set_in.insert(k.into(), PathBuf::from(file));
@@ -304,9 +311,15 @@ mod tests {
     fn a_presets_key_goes_to_its_own_host_only() {
         let flags = ProviderFlags { preset: Some(Preset::OpenAi), ..Default::default() };
         let r = resolve(&ProviderConfig::default(), &flags, &user()).unwrap();
-        assert_eq!((r.base_url.as_str(), r.api, r.key_env.as_deref()), ("https://api.openai.com/v1", Api::Responses, Some("OPENAI_API_KEY")));
-        for elsewhere in ["https://api.openai.com.evil.example/v1", "http://api.openai.com/v1", "https://proxy.example/v1"] {
-            let flags = ProviderFlags { preset: Some(Preset::OpenAi), base_url: Some(elsewhere.into()), ..Default::default() };
+        assert_eq!(
+            (r.base_url.as_str(), r.api, r.key_env.as_deref()),
+            ("https://api.openai.com/v1", Api::Responses, Some("OPENAI_API_KEY"))
+        );
+        for elsewhere in
+            ["https://api.openai.com.evil.example/v1", "http://api.openai.com/v1", "https://proxy.example/v1"]
+        {
+            let flags =
+                ProviderFlags { preset: Some(Preset::OpenAi), base_url: Some(elsewhere.into()), ..Default::default() };
             let r = resolve(&ProviderConfig::default(), &flags, &user()).unwrap();
             assert_eq!(r.key_env, None, "{elsewhere}");
         }
@@ -333,7 +346,11 @@ mod tests {
         assert_eq!(r.key_env, None);
         assert!(r.notes[0].contains("pass --base-url https://evil.example/v1"), "{:?}", r.notes);
         let flags = ProviderFlags { api_key_env: Some("MY_KEY".into()), ..Default::default() };
-        assert_eq!(resolve(&p, &flags, &user()).unwrap().key_env, None, "--api-key-env does not confirm a project's URL");
+        assert_eq!(
+            resolve(&p, &flags, &user()).unwrap().key_env,
+            None,
+            "--api-key-env does not confirm a project's URL"
+        );
         // The user confirms the URL: sent.
         let flags = ProviderFlags { base_url: Some("https://evil.example/v1".into()), ..Default::default() };
         assert_eq!(resolve(&p, &flags, &user()).unwrap().key_env.as_deref(), Some("MY_KEY"));
@@ -346,7 +363,8 @@ mod tests {
     fn llama_server_caps_are_read() {
         let no = json!({"chat_template_caps": {"supports_tools": false, "supports_tool_calls": false}});
         assert_eq!(caps_take_tools(&no).map(|c| c.0), Some(false));
-        let separate = json!({"chat_template_caps": {"supports_tools": false}, "chat_template_tool_use": "{{ tools }}"});
+        let separate =
+            json!({"chat_template_caps": {"supports_tools": false}, "chat_template_tool_use": "{{ tools }}"});
         assert_eq!(caps_take_tools(&separate).map(|c| c.0), Some(true));
         let yes = json!({"chat_template_caps": {"supports_tools": true, "supports_tool_calls": true}});
         assert_eq!(caps_take_tools(&yes).map(|c| c.0), Some(true));

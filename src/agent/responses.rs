@@ -180,7 +180,8 @@ pub const STREAM_END: &str = "response.completed, response.incomplete or respons
 /// # Errors
 /// An `error` event, a failed response, or data that is not JSON.
 pub(crate) fn on_event(event: &Event, builder: &mut ReplyBuilder) -> Result<bool> {
-    let data: Value = serde_json::from_str(&event.data).map_err(|_| unreadable(&event.data, "has an event that is not JSON"))?;
+    let data: Value =
+        serde_json::from_str(&event.data).map_err(|_| unreadable(&event.data, "has an event that is not JSON"))?;
     let key = data.get("output_index").and_then(Value::as_u64).unwrap_or(0).to_string();
     match data.get("type").and_then(Value::as_str).unwrap_or_default() {
         "response.output_item.added" => {
@@ -199,7 +200,11 @@ pub(crate) fn on_event(event: &Event, builder: &mut ReplyBuilder) -> Result<bool
         "response.output_item.done" => {
             let item = &data["item"];
             if item["type"] == "function_call" {
-                builder.name_call(&key, item.get("call_id").and_then(Value::as_str), item.get("name").and_then(Value::as_str));
+                builder.name_call(
+                    &key,
+                    item.get("call_id").and_then(Value::as_str),
+                    item.get("name").and_then(Value::as_str),
+                );
                 builder.call_done(&key, item.get("arguments").and_then(Value::as_str));
             }
         }
@@ -233,9 +238,15 @@ mod tests {
         let tools = json!([{"type": "function", "function": {"name": "fs-read", "parameters": {"type": "object"}}}]);
         let body = request_body(&settings, &ModelRequest { messages: &conversation, tools: Some(&tools) });
         assert_eq!(body["instructions"], "sys");
-        assert_eq!(body["input"][1], json!({"type": "function_call", "call_id": "call_1", "name": "fs-read", "arguments": "{}"}));
+        assert_eq!(
+            body["input"][1],
+            json!({"type": "function_call", "call_id": "call_1", "name": "fs-read", "arguments": "{}"})
+        );
         assert_eq!(body["input"][2], json!({"type": "function_call_output", "call_id": "call_1", "output": "ok"}));
-        assert_eq!(body["tools"][0], json!({"type": "function", "name": "fs-read", "parameters": {"type": "object"}, "strict": false}));
+        assert_eq!(
+            body["tools"][0],
+            json!({"type": "function", "name": "fs-read", "parameters": {"type": "object"}, "strict": false})
+        );
         assert_eq!(body["store"], false);
     }
 

@@ -182,7 +182,12 @@ impl ReplyBuilder {
     /// A call starts under `key`.
     pub fn start_call(&mut self, key: &str, id: &str, name: &str) {
         self.last_is_call = true;
-        self.calls.push(PartialCall { key: key.to_string(), id: id.to_string(), name: name.to_string(), ..Default::default() });
+        self.calls.push(PartialCall {
+            key: key.to_string(),
+            id: id.to_string(),
+            name: name.to_string(),
+            ..Default::default()
+        });
     }
 
     /// Forgets the last call (one whose arguments a token limit may have cut).
@@ -238,7 +243,11 @@ impl ReplyBuilder {
         let tool_calls = self
             .calls
             .into_iter()
-            .map(|c| ToolCall { id: c.id, name: c.name, arguments: if c.arguments.is_empty() { "{}".into() } else { c.arguments } })
+            .map(|c| ToolCall {
+                id: c.id,
+                name: c.name,
+                arguments: if c.arguments.is_empty() { "{}".into() } else { c.arguments },
+            })
             .collect();
         ModelReply {
             text: (self.has_text && !self.text.is_empty()).then_some(self.text),
@@ -251,7 +260,11 @@ impl ReplyBuilder {
     /// The error for a stream that stopped before `marker`: what had arrived.
     pub fn cut(&self, url: &str, marker: &str, cause: Option<&str>) -> Error {
         let chars = self.text.chars().count();
-        let incomplete = self.calls.iter().filter(|c| !c.done && serde_json::from_str::<serde_json::Value>(&c.arguments).is_err()).count();
+        let incomplete = self
+            .calls
+            .iter()
+            .filter(|c| !c.done && serde_json::from_str::<serde_json::Value>(&c.arguments).is_err())
+            .count();
         let calls = match (self.calls.len(), incomplete) {
             (0, _) => "no tool call".to_string(),
             (n, 0) => format!("{n} tool call{}", if n == 1 { "" } else { "s" }),
@@ -307,10 +320,7 @@ mod tests {
         let text = "\u{feff}: ping\r\nevent: a\r\ndata: one\r\ndata:two\r\n\r\nid: 7\rretry: 5\rdata:  x\r\rdata: cut";
         assert_eq!(
             all(text),
-            [
-                Event { name: Some("a".into()), data: "one\ntwo".into() },
-                Event { name: None, data: " x".into() },
-            ]
+            [Event { name: Some("a".into()), data: "one\ntwo".into() }, Event { name: None, data: " x".into() },]
         );
         assert_eq!(all("data: {}\n\n\n\nevent: e\n\ndata: z\n\n")[1], Event { name: None, data: "z".into() });
     }

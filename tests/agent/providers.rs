@@ -46,9 +46,12 @@ fn files() -> tempfile::TempDir {
 /// The model reads a.txt and a file that is not there in one reply, then answers.
 fn two_calls_then_answer() -> [Reply; 2] {
     [
-        Reply::calls(&[("call_A", "fs-read", r#"{"path":"a.txt"}"#), ("call_B", "fs-read", r#"{"path":"missing.txt"}"#)])
-            .with_text("Reading both.")
-            .usage(1200, 40, 0),
+        Reply::calls(&[
+            ("call_A", "fs-read", r#"{"path":"a.txt"}"#),
+            ("call_B", "fs-read", r#"{"path":"missing.txt"}"#),
+        ])
+        .with_text("Reading both.")
+        .usage(1200, 40, 0),
         Reply::text("a.txt says alpha.").usage(1300, 12, 1024),
     ]
 }
@@ -72,7 +75,18 @@ fn an_anthropic_session_sends_results_in_one_user_message_with_errors_marked() {
     let out = agent(
         &home,
         dir.path(),
-        &["--api", "anthropic", "--base-url", &server.base_url(), "--model", "claude-test", "--api-key-env", "MY_KEY", "--no-stream", "Read a.txt."],
+        &[
+            "--api",
+            "anthropic",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "claude-test",
+            "--api-key-env",
+            "MY_KEY",
+            "--no-stream",
+            "Read a.txt.",
+        ],
         &[("MY_KEY", "sk-ant-test")],
     );
     assert_eq!((out.status.code(), stdout(&out)), (Some(0), "a.txt says alpha.\n".to_string()), "{}", stderr(&out));
@@ -94,13 +108,20 @@ fn an_anthropic_session_sends_results_in_one_user_message_with_errors_marked() {
     let messages = body["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 3, "{messages:#?}");
     assert_eq!(messages[1]["role"], "assistant");
-    assert_eq!(messages[1]["content"][1], json!({"type": "tool_use", "id": "call_A", "name": "fs-read", "input": {"path": "a.txt"}}));
+    assert_eq!(
+        messages[1]["content"][1],
+        json!({"type": "tool_use", "id": "call_A", "name": "fs-read", "input": {"path": "a.txt"}})
+    );
     let results = messages[2]["content"].as_array().unwrap();
     assert_eq!((messages[2]["role"].as_str(), results.len()), (Some("user"), 2));
     assert_eq!((results[0]["tool_use_id"].as_str(), results[0].get("is_error")), (Some("call_A"), None));
     assert!(results[0]["content"].as_str().unwrap().contains("alpha"));
     assert_eq!((results[1]["tool_use_id"].as_str(), results[1]["is_error"].as_bool()), (Some("call_B"), Some(true)));
-    assert!(results[1]["content"].as_str().unwrap().starts_with("error (tool_failed): fs-read: no such file"), "{}", results[1]);
+    assert!(
+        results[1]["content"].as_str().unwrap().starts_with("error (tool_failed): fs-read: no such file"),
+        "{}",
+        results[1]
+    );
 }
 
 #[test]
@@ -113,7 +134,18 @@ fn pformat_works_over_the_anthropic_api() {
     let out = agent(
         &home,
         dir.path(),
-        &["--api", "anthropic", "--base-url", &server.base_url(), "--model", "m", "--dialect", "pformat", "--no-stream", "Read a.txt."],
+        &[
+            "--api",
+            "anthropic",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+            "--dialect",
+            "pformat",
+            "--no-stream",
+            "Read a.txt.",
+        ],
         &[],
     );
     assert_eq!((out.status.code(), stdout(&out)), (Some(0), "It says alpha.\n".to_string()), "{}", stderr(&out));
@@ -136,7 +168,12 @@ fn overloaded_and_rate_limited_anthropic_requests_are_retried_after_retry_after(
         Scripted::raw(429, limited).header("retry-after", "0"),
         Reply::text("done").anthropic(),
     ]);
-    let out = agent(&home, dir.path(), &["--api", "anthropic", "--base-url", &server.base_url(), "--model", "m", "--no-stream", "Go."], &[]);
+    let out = agent(
+        &home,
+        dir.path(),
+        &["--api", "anthropic", "--base-url", &server.base_url(), "--model", "m", "--no-stream", "Go."],
+        &[],
+    );
     assert_eq!((out.status.code(), stdout(&out)), (Some(0), "done\n".to_string()), "{}", stderr(&out));
     assert_eq!(server.requests().len(), 3);
 }
@@ -144,9 +181,16 @@ fn overloaded_and_rate_limited_anthropic_requests_are_retried_after_retry_after(
 #[test]
 fn an_answer_cut_at_max_tokens_is_reported_and_its_cut_call_not_run() {
     let (dir, home) = (files(), Home::new());
-    let cut = Reply::calls(&[("call_A", "fs-write", r#"{"path":"b.txt","content":"x"}"#)]).with_text("The answer is").stop("max_tokens");
+    let cut = Reply::calls(&[("call_A", "fs-write", r#"{"path":"b.txt","content":"x"}"#)])
+        .with_text("The answer is")
+        .stop("max_tokens");
     let server = ModelServer::start(vec![cut.anthropic()]);
-    let out = agent(&home, dir.path(), &["--api", "anthropic", "--base-url", &server.base_url(), "--model", "m", "--no-stream", "Go."], &[]);
+    let out = agent(
+        &home,
+        dir.path(),
+        &["--api", "anthropic", "--base-url", &server.base_url(), "--model", "m", "--no-stream", "Go."],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "The answer is\n");
     assert!(stderr(&out).contains("the answer was cut"), "{}", stderr(&out));
@@ -163,7 +207,17 @@ fn a_responses_session_answers_each_function_call_by_its_call_id() {
     let out = agent(
         &home,
         dir.path(),
-        &["--api", "responses", "--base-url", &server.base_url(), "--model", "gpt-test", "--strict", "--no-stream", "Read a.txt."],
+        &[
+            "--api",
+            "responses",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "gpt-test",
+            "--strict",
+            "--no-stream",
+            "Read a.txt.",
+        ],
         &[],
     );
     assert_eq!((out.status.code(), stdout(&out)), (Some(0), "a.txt says alpha.\n".to_string()), "{}", stderr(&out));
@@ -179,7 +233,10 @@ fn a_responses_session_answers_each_function_call_by_its_call_id() {
     assert!(tools.iter().any(|t| t["strict"] == true), "--strict sends strict tools: {tools:?}");
     let input = body["input"].as_array().unwrap();
     let kinds: Vec<&str> = input.iter().map(|i| i["type"].as_str().unwrap_or("message")).collect();
-    assert_eq!(kinds, ["message", "message", "function_call", "function_call", "function_call_output", "function_call_output"]);
+    assert_eq!(
+        kinds,
+        ["message", "message", "function_call", "function_call", "function_call_output", "function_call_output"]
+    );
     assert_eq!(input[4]["call_id"], "call_A");
     assert!(input[5]["output"].as_str().unwrap().starts_with("error (tool_failed): fs-read: no such file"));
 }
@@ -188,7 +245,11 @@ fn a_responses_session_answers_each_function_call_by_its_call_id() {
 
 /// The same two replies served whole and streamed: the streamed session shows its text on the
 /// terminal as it arrives, and both logs hold the same replies.
-fn streamed_and_whole_log_the_same(api: &str, whole: fn(&Reply) -> Scripted, events: fn(&Reply) -> Vec<(Option<&'static str>, String)>) -> Vec<Received> {
+fn streamed_and_whole_log_the_same(
+    api: &str,
+    whole: fn(&Reply) -> Scripted,
+    events: fn(&Reply) -> Vec<(Option<&'static str>, String)>,
+) -> Vec<Received> {
     let (home, logs) = (Home::new(), tempfile::tempdir().unwrap());
     let replies = two_calls_then_answer();
     let mut runs = Vec::new();
@@ -207,7 +268,12 @@ fn streamed_and_whole_log_the_same(api: &str, whole: fn(&Reply) -> Scripted, eve
         }
         args.push("Read a.txt.");
         let out = agent(&home, dir.path(), &args, &[]);
-        assert_eq!((out.status.code(), stdout(&out)), (Some(0), "a.txt says alpha.\n".to_string()), "{api} streamed={streamed}: {}", stderr(&out));
+        assert_eq!(
+            (out.status.code(), stdout(&out)),
+            (Some(0), "a.txt says alpha.\n".to_string()),
+            "{api} streamed={streamed}: {}",
+            stderr(&out)
+        );
         // Standard output is no terminal here: streamed text goes to standard error, as it comes.
         assert_eq!(stderr(&out).contains("Reading both."), streamed, "{}", stderr(&out));
         let sent = server.requests();
@@ -216,7 +282,10 @@ fn streamed_and_whole_log_the_same(api: &str, whole: fn(&Reply) -> Scripted, eve
         requests.extend(sent);
     }
     assert_eq!(runs[0], runs[1], "{api}: the log does not depend on streaming");
-    assert_eq!(runs[1][0]["tool_calls"][1]["function"]["arguments"], r#"{"path":"missing.txt"}"#, "assembled from 3-character deltas");
+    assert_eq!(
+        runs[1][0]["tool_calls"][1]["function"]["arguments"], r#"{"path":"missing.txt"}"#,
+        "assembled from 3-character deltas"
+    );
     requests
 }
 
@@ -254,10 +323,14 @@ fn a_stream_cut_short_is_an_error_naming_what_arrived() {
         // Cut in the middle of the call's arguments.
         let at = events.iter().position(|(_, data)| data.contains("\"ath\"")).expect("an arguments delta") + 1;
         let server = ModelServer::start(vec![Scripted::events(&events[..at])]);
-        let out = agent(&home, dir.path(), &["--api", api, "--base-url", &server.base_url(), "--model", "m", "Go."], &[]);
+        let out =
+            agent(&home, dir.path(), &["--api", api, "--base-url", &server.base_url(), "--model", "m", "Go."], &[]);
         assert_eq!(out.status.code(), Some(1), "{api}: {}", stderr(&out));
         let err = stderr(&out);
-        assert!(err.contains("stopped after 8 characters of text and 1 tool call (1 with arguments cut short)"), "{api}: {err}");
+        assert!(
+            err.contains("stopped after 8 characters of text and 1 tool call (1 with arguments cut short)"),
+            "{api}: {err}"
+        );
         assert!(err.contains(marker), "{api}: {err}");
     }
 }
@@ -268,12 +341,25 @@ fn a_stream_cut_short_is_an_error_naming_what_arrived() {
 fn usage_goes_to_the_log_as_stats_reads_it_and_a_summary_to_stderr() {
     let (dir, home, logs) = (files(), Home::new(), tempfile::tempdir().unwrap());
     let [first, second] = two_calls_then_answer();
-    let server = ModelServer::start(vec![Scripted::events(&first.anthropic_events()), Scripted::events(&second.anthropic_events())]);
+    let server = ModelServer::start(vec![
+        Scripted::events(&first.anthropic_events()),
+        Scripted::events(&second.anthropic_events()),
+    ]);
     let log = logs.path().join("s.jsonl");
     let out = agent(
         &home,
         dir.path(),
-        &["--api", "anthropic", "--base-url", &server.base_url(), "--model", "m", "--log", log.to_str().unwrap(), "Read a.txt."],
+        &[
+            "--api",
+            "anthropic",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+            "--log",
+            log.to_str().unwrap(),
+            "Read a.txt.",
+        ],
         &[],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -294,13 +380,34 @@ fn a_presets_key_goes_only_to_its_own_host() {
     let url = server.base_url();
     let key = [("OPENAI_API_KEY", "sk-openai-secret")];
     // The openai preset's API, but another host: the preset's key stays home.
-    let out = agent(&home, dir.path(), &["--provider", "openai", "--base-url", &url, "--model", "m", "--no-stream", "Hi."], &key);
+    let out = agent(
+        &home,
+        dir.path(),
+        &["--provider", "openai", "--base-url", &url, "--model", "m", "--no-stream", "Hi."],
+        &key,
+    );
     assert_eq!((out.status.code(), stdout(&out)), (Some(0), "one\n".to_string()), "{}", stderr(&out));
     let first = &server.requests()[0];
     assert_eq!(first.path, "/v1/responses", "the openai preset speaks the Responses API");
     assert_eq!(first.header("authorization"), None);
     // Named by the user on the command line: sent.
-    let out = agent(&home, dir.path(), &["--provider", "openai", "--base-url", &url, "--model", "m", "--api-key-env", "OPENAI_API_KEY", "--no-stream", "Hi."], &key);
+    let out = agent(
+        &home,
+        dir.path(),
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--api-key-env",
+            "OPENAI_API_KEY",
+            "--no-stream",
+            "Hi.",
+        ],
+        &key,
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(server.requests()[1].header("authorization"), Some("Bearer sk-openai-secret"));
 }
@@ -309,7 +416,12 @@ fn a_presets_key_goes_only_to_its_own_host() {
 fn a_missing_preset_key_names_its_variable() {
     let (dir, home) = (files(), Home::new());
     // Fails before any request: the key is read first.
-    let out = agent(&home, dir.path(), &["--provider", "anthropic", "--model", "m", "Hi."], &[("HTTPS_PROXY", "http://127.0.0.1:9")]);
+    let out = agent(
+        &home,
+        dir.path(),
+        &["--provider", "anthropic", "--model", "m", "Hi."],
+        &[("HTTPS_PROXY", "http://127.0.0.1:9")],
+    );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("ANTHROPIC_API_KEY"), "{}", stderr(&out));
 }
@@ -318,7 +430,11 @@ fn a_missing_preset_key_names_its_variable() {
 fn a_projects_config_cannot_send_the_users_key_to_its_base_url() {
     let (home, server) = (Home::new(), ModelServer::start(vec![Reply::text("one").chat(), Reply::text("two").chat()]));
     let dir = files();
-    write(dir.path(), "toolhost.toml", &format!("[provider]\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"USER_SECRET\"\n", server.base_url()));
+    write(
+        dir.path(),
+        "toolhost.toml",
+        &format!("[provider]\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"USER_SECRET\"\n", server.base_url()),
+    );
     assert_eq!(home.run(dir.path(), &["trust"], None).status.code(), Some(0));
     let secret = [("USER_SECRET", "very-secret")];
     let out = agent(&home, dir.path(), &["--no-stream", "Hi."], &secret);
@@ -356,15 +472,25 @@ fn llama_server_whose_template_drops_tools_gets_pformat_and_says_so() {
         let out = agent(&home, dir.path(), &args, &[]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         if server.requests().len() == 2 {
-            assert!(stderr(&out).contains("cannot take tools (llama-server /props: supports_tools=false"), "{}", stderr(&out));
+            assert!(
+                stderr(&out).contains("cannot take tools (llama-server /props: supports_tools=false"),
+                "{}",
+                stderr(&out)
+            );
         } else {
             assert!(!stderr(&out).contains("cannot take tools"), "{}", stderr(&out));
         }
     }
     let requests = server.requests();
-    assert_eq!(requests.iter().map(|r| (r.method.as_str(), r.path.as_str())).collect::<Vec<_>>()[..2], [("GET", "/props"), ("POST", "/v1/chat/completions")]);
+    assert_eq!(
+        requests.iter().map(|r| (r.method.as_str(), r.path.as_str())).collect::<Vec<_>>()[..2],
+        [("GET", "/props"), ("POST", "/v1/chat/completions")]
+    );
     assert!(requests[1].json().get("tools").is_none(), "P-format: no tools");
-    assert!(requests[1].json()["messages"][0]["content"].as_str().unwrap().contains("<tool_call"), "the P-format prompt");
+    assert!(
+        requests[1].json()["messages"][0]["content"].as_str().unwrap().contains("<tool_call"),
+        "the P-format prompt"
+    );
     assert!(requests[3].json()["tools"].is_array(), "the template takes tools: native");
     assert!(requests[5].json()["tools"].is_array(), "no /props: native");
 }

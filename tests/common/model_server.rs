@@ -391,13 +391,16 @@ impl Reply {
         let calls: Vec<Value> = self
             .calls
             .iter()
-            .map(|(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}))
+            .map(
+                |(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}),
+            )
             .collect();
         let mut message = json!({"role": "assistant", "content": self.text});
         if !calls.is_empty() {
             message["tool_calls"] = Value::Array(calls);
         }
-        let stop = self.stop.clone().unwrap_or_else(|| if self.calls.is_empty() { "stop" } else { "tool_calls" }.into());
+        let stop =
+            self.stop.clone().unwrap_or_else(|| if self.calls.is_empty() { "stop" } else { "tool_calls" }.into());
         let mut body = json!({"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "test-model",
             "choices": [{"index": 0, "message": message, "finish_reason": stop, "logprobs": null}]});
         if let Some((input, output, cached)) = self.usage {
@@ -409,8 +412,12 @@ impl Reply {
 
     pub fn chat_events(&self) -> Vec<(Option<&'static str>, String)> {
         let chunk = |delta: Value, finish: Value| {
-            (None, json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": "test-model",
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).to_string())
+            (
+                None,
+                json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": "test-model",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+                .to_string(),
+            )
         };
         let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
         if let Some(text) = &self.text {
@@ -422,15 +429,21 @@ impl Reply {
                 Value::Null,
             ));
             for piece in self.pieces(args) {
-                events.push(chunk(json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}), Value::Null));
+                events
+                    .push(chunk(json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}), Value::Null));
             }
         }
-        let stop = self.stop.clone().unwrap_or_else(|| if self.calls.is_empty() { "stop" } else { "tool_calls" }.into());
+        let stop =
+            self.stop.clone().unwrap_or_else(|| if self.calls.is_empty() { "stop" } else { "tool_calls" }.into());
         events.push(chunk(json!({}), json!(stop)));
         if let Some((input, output, cached)) = self.usage {
-            events.push((None, json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
+            events.push((
+                None,
+                json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
                 "model": "test-model", "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output,
-                "total_tokens": input + output, "prompt_tokens_details": {"cached_tokens": cached}}}).to_string()));
+                "total_tokens": input + output, "prompt_tokens_details": {"cached_tokens": cached}}})
+                .to_string(),
+            ));
         }
         events.push((None, "[DONE]".into()));
         events
@@ -467,35 +480,65 @@ impl Reply {
         let mut usage = self.anthropic_usage();
         let output = usage["output_tokens"].clone();
         usage["output_tokens"] = json!(1);
-        let mut events = vec![(Some("message_start"), json!({"type": "message_start", "message": {"id": "msg_test",
+        let mut events = vec![(
+            Some("message_start"),
+            json!({"type": "message_start", "message": {"id": "msg_test",
             "type": "message", "role": "assistant", "model": "test-model", "content": [], "stop_reason": null,
-            "usage": usage}}).to_string())];
+            "usage": usage}})
+            .to_string(),
+        )];
         events.push((Some("ping"), json!({"type": "ping"}).to_string()));
         let mut index = 0;
         if let Some(text) = &self.text {
-            events.push((Some("content_block_start"), json!({"type": "content_block_start", "index": index,
-                "content_block": {"type": "text", "text": ""}}).to_string()));
+            events.push((
+                Some("content_block_start"),
+                json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "text", "text": ""}})
+                .to_string(),
+            ));
             for piece in self.pieces(text) {
-                events.push((Some("content_block_delta"), json!({"type": "content_block_delta", "index": index,
-                    "delta": {"type": "text_delta", "text": piece}}).to_string()));
+                events.push((
+                    Some("content_block_delta"),
+                    json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "text_delta", "text": piece}})
+                    .to_string(),
+                ));
             }
-            events.push((Some("content_block_stop"), json!({"type": "content_block_stop", "index": index}).to_string()));
+            events
+                .push((Some("content_block_stop"), json!({"type": "content_block_stop", "index": index}).to_string()));
             index += 1;
         }
         for (id, name, args) in &self.calls {
-            events.push((Some("content_block_start"), json!({"type": "content_block_start", "index": index,
-                "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}).to_string()));
-            events.push((Some("content_block_delta"), json!({"type": "content_block_delta", "index": index,
-                "delta": {"type": "input_json_delta", "partial_json": ""}}).to_string()));
+            events.push((
+                Some("content_block_start"),
+                json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})
+                .to_string(),
+            ));
+            events.push((
+                Some("content_block_delta"),
+                json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": ""}})
+                .to_string(),
+            ));
             for piece in self.pieces(args) {
-                events.push((Some("content_block_delta"), json!({"type": "content_block_delta", "index": index,
-                    "delta": {"type": "input_json_delta", "partial_json": piece}}).to_string()));
+                events.push((
+                    Some("content_block_delta"),
+                    json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": piece}})
+                    .to_string(),
+                ));
             }
-            events.push((Some("content_block_stop"), json!({"type": "content_block_stop", "index": index}).to_string()));
+            events
+                .push((Some("content_block_stop"), json!({"type": "content_block_stop", "index": index}).to_string()));
             index += 1;
         }
-        events.push((Some("message_delta"), json!({"type": "message_delta", "delta": {"stop_reason": self.anthropic_stop(),
-            "stop_sequence": null}, "usage": {"output_tokens": output}}).to_string()));
+        events.push((
+            Some("message_delta"),
+            json!({"type": "message_delta", "delta": {"stop_reason": self.anthropic_stop(),
+            "stop_sequence": null}, "usage": {"output_tokens": output}})
+            .to_string(),
+        ));
         events.push((Some("message_stop"), json!({"type": "message_stop"}).to_string()));
         events
     }
@@ -538,17 +581,26 @@ impl Reply {
             data["type"] = json!(name);
             (Some(name), data.to_string())
         };
-        let mut events = vec![event("response.created", json!({"response": {"id": "resp_test", "status": "in_progress", "output": []}}))];
+        let mut events = vec![event(
+            "response.created",
+            json!({"response": {"id": "resp_test", "status": "in_progress", "output": []}}),
+        )];
         for (index, item) in self.responses_output().into_iter().enumerate() {
             if item["type"] == "message" {
                 let text = item["content"][0]["text"].as_str().unwrap_or_default().to_string();
                 events.push(event("response.output_item.added", json!({"output_index": index,
                     "item": {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []}})));
                 for piece in self.pieces(&text) {
-                    events.push(event("response.output_text.delta", json!({"item_id": "msg_1", "output_index": index,
-                        "content_index": 0, "delta": piece})));
+                    events.push(event(
+                        "response.output_text.delta",
+                        json!({"item_id": "msg_1", "output_index": index,
+                        "content_index": 0, "delta": piece}),
+                    ));
                 }
-                events.push(event("response.output_text.done", json!({"item_id": "msg_1", "output_index": index, "text": text})));
+                events.push(event(
+                    "response.output_text.done",
+                    json!({"item_id": "msg_1", "output_index": index, "text": text}),
+                ));
             } else {
                 let args = item["arguments"].as_str().unwrap_or_default().to_string();
                 let mut added = item.clone();
@@ -556,11 +608,17 @@ impl Reply {
                 added["status"] = json!("in_progress");
                 events.push(event("response.output_item.added", json!({"output_index": index, "item": added})));
                 for piece in self.pieces(&args) {
-                    events.push(event("response.function_call_arguments.delta", json!({"item_id": item["id"],
-                        "output_index": index, "delta": piece})));
+                    events.push(event(
+                        "response.function_call_arguments.delta",
+                        json!({"item_id": item["id"],
+                        "output_index": index, "delta": piece}),
+                    ));
                 }
-                events.push(event("response.function_call_arguments.done", json!({"item_id": item["id"],
-                    "output_index": index, "arguments": args})));
+                events.push(event(
+                    "response.function_call_arguments.done",
+                    json!({"item_id": item["id"],
+                    "output_index": index, "arguments": args}),
+                ));
             }
             events.push(event("response.output_item.done", json!({"output_index": index, "item": item})));
         }
@@ -592,10 +650,12 @@ pub fn assert_conforms_anthropic(body: &Value) {
     assert!(body["max_tokens"].is_u64(), "max_tokens must be an integer");
     for tool in body["tools"].as_array().into_iter().flatten() {
         let name = tool["name"].as_str().unwrap_or_default();
-        let legal = (1..=128).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let legal =
+            (1..=128).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         assert!(legal, "tool name {name:?} is not ^[a-zA-Z0-9_-]{{1,128}}$");
         for key in tool["input_schema"]["properties"].as_object().into_iter().flatten().map(|(k, _)| k) {
-            let legal = (1..=64).contains(&key.len()) && key.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+            let legal =
+                (1..=64).contains(&key.len()) && key.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
             assert!(legal, "property {key:?} of {name} is not ^[a-zA-Z0-9_.-]{{1,64}}$");
         }
     }
@@ -603,11 +663,37 @@ pub fn assert_conforms_anthropic(body: &Value) {
 
 /// Every top-level key `CreateResponse` has (OpenAI's API schema, version 2.3.0).
 const RESPONSES_KEYS: &[&str] = &[
-    "background", "context_management", "conversation", "include", "input", "instructions", "max_output_tokens",
-    "max_tool_calls", "metadata", "model", "moderation", "parallel_tool_calls", "previous_response_id", "prompt",
-    "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "reasoning", "safety_identifier",
-    "service_tier", "store", "stream", "stream_options", "temperature", "text", "tool_choice", "tools",
-    "top_logprobs", "top_p", "truncation", "user",
+    "background",
+    "context_management",
+    "conversation",
+    "include",
+    "input",
+    "instructions",
+    "max_output_tokens",
+    "max_tool_calls",
+    "metadata",
+    "model",
+    "moderation",
+    "parallel_tool_calls",
+    "previous_response_id",
+    "prompt",
+    "prompt_cache_key",
+    "prompt_cache_options",
+    "prompt_cache_retention",
+    "reasoning",
+    "safety_identifier",
+    "service_tier",
+    "store",
+    "stream",
+    "stream_options",
+    "temperature",
+    "text",
+    "tool_choice",
+    "tools",
+    "top_logprobs",
+    "top_p",
+    "truncation",
+    "user",
 ];
 
 /// Panics, saying where, unless `body` fits OpenAI's `CreateResponse` in the parts toolhost sends:
@@ -657,7 +743,19 @@ pub fn assert_conforms_responses(body: &Value) {
     }
     for (i, tool) in body["tools"].as_array().into_iter().flatten().enumerate() {
         let check = || -> Result<(), String> {
-            only_keys(tool, &["type", "name", "description", "parameters", "output_schema", "strict", "defer_loading", "allowed_callers"])?;
+            only_keys(
+                tool,
+                &[
+                    "type",
+                    "name",
+                    "description",
+                    "parameters",
+                    "output_schema",
+                    "strict",
+                    "defer_loading",
+                    "allowed_callers",
+                ],
+            )?;
             if tool["type"] != "function" {
                 return Err("type must be \"function\"".into());
             }
