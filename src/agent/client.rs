@@ -397,7 +397,7 @@ impl Model for ChatClient {
         totals.replies += 1;
         if let Some(usage) = reply.usage {
             totals.with_usage += 1;
-            totals.usage = Some(totals.usage.map_or(usage, |u| u.add(usage)));
+            totals.usage = Some(totals.usage.map_or(usage, |u| u.plus(usage)));
         }
         totals.last_cut = is_cut(reply.finish_reason.as_deref());
         totals.cut += usize::from(totals.last_cut);

@@ -119,7 +119,7 @@ pub struct Usage {
 
 impl Usage {
     /// `self` and `other` added up (cached tokens known when either knows them).
-    pub fn add(self, other: Usage) -> Usage {
+    pub fn plus(self, other: Usage) -> Usage {
         let cached = match (self.cached_tokens, other.cached_tokens) {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::process::Output;
 
 use common::model_server::{
-    assert_conforms, assert_conforms_anthropic, assert_conforms_responses, ModelServer, Received, Reply, Scripted,
+    assert_conforms, assert_conforms_anthropic, assert_conforms_responses, Events, ModelServer, Received, Reply,
+    Scripted,
 };
 use common::*;
 use serde_json::{json, Value};
@@ -248,7 +249,7 @@ fn a_responses_session_answers_each_function_call_by_its_call_id() {
 fn streamed_and_whole_log_the_same(
     api: &str,
     whole: fn(&Reply) -> Scripted,
-    events: fn(&Reply) -> Vec<(Option<&'static str>, String)>,
+    events: fn(&Reply) -> Events,
 ) -> Vec<Received> {
     let (home, logs) = (Home::new(), tempfile::tempdir().unwrap());
     let replies = two_calls_then_answer();
@@ -313,7 +314,7 @@ fn streamed_responses_log_what_whole_ones_do() {
 #[test]
 fn a_stream_cut_short_is_an_error_naming_what_arrived() {
     let reply = Reply::calls(&[("call_A", "fs-read", r#"{"path":"a.txt"}"#)]).with_text("Reading.");
-    let cases: [(&str, Vec<(Option<&'static str>, String)>, &str); 3] = [
+    let cases: [(&str, Events, &str); 3] = [
         ("chat", reply.chat_events(), "[DONE]"),
         ("anthropic", reply.anthropic_events(), "message_stop"),
         ("responses", reply.responses_events(), "response.completed"),

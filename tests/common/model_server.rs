@@ -342,6 +342,9 @@ fn check_tool(tool: &Value) -> Result<(), String> {
     }
 }
 
+/// Server-sent events: `(event name, data)`.
+pub type Events = Vec<(Option<&'static str>, String)>;
+
 /// A scripted reply in each API's shape: its text, its calls `(id, name, arguments as JSON text)`,
 /// why it stopped (the API's own word) and its usage `(input, output, cached)`; served whole or
 /// streamed, the same reply.
@@ -410,7 +413,7 @@ impl Reply {
         Scripted::raw(200, &body.to_string())
     }
 
-    pub fn chat_events(&self) -> Vec<(Option<&'static str>, String)> {
+    pub fn chat_events(&self) -> Events {
         let chunk = |delta: Value, finish: Value| {
             (
                 None,
@@ -476,7 +479,7 @@ impl Reply {
         Scripted::raw(200, &body.to_string())
     }
 
-    pub fn anthropic_events(&self) -> Vec<(Option<&'static str>, String)> {
+    pub fn anthropic_events(&self) -> Events {
         let mut usage = self.anthropic_usage();
         let output = usage["output_tokens"].clone();
         usage["output_tokens"] = json!(1);
@@ -576,7 +579,7 @@ impl Reply {
         Scripted::raw(200, &self.response().to_string())
     }
 
-    pub fn responses_events(&self) -> Vec<(Option<&'static str>, String)> {
+    pub fn responses_events(&self) -> Events {
         let event = |name: &'static str, mut data: Value| {
             data["type"] = json!(name);
             (Some(name), data.to_string())
