@@ -436,7 +436,7 @@ struct Exchange {
 /// What the server answered: a status to act on, or a stream already read into a reply.
 enum Answered {
     Whole(Answer),
-    Streamed(Result<ModelReply>),
+    Streamed(stream::Streamed),
 }
 
 /// What the server answered, read whole.
@@ -455,7 +455,23 @@ impl Exchange {
         let mut attempt = 1;
         loop {
             let answer = match self.post()? {
-                Answered::Streamed(reply) => return reply,
+                Answered::Streamed(Ok(reply)) => return Ok(reply),
+                // A stream that failed before any of the reply arrived (Anthropic's overloaded
+                // error event, a connection dropped at once) is sent again like a 529; once
+                // something was shown, it cannot be taken back, and the error ends the request.
+                Answered::Streamed(Err((error, nothing_arrived))) => {
+                    if !nothing_arrived || attempt >= attempts {
+                        return Err(error);
+                    }
+                    if !stop::pause(self.retry.delay(attempt, None), self.stop.as_ref()) {
+                        return Err(Error::new(
+                            ErrorKind::Agent,
+                            "interrupted while waiting to retry the model request",
+                        ));
+                    }
+                    attempt += 1;
+                    continue;
+                }
                 Answered::Whole(answer) => answer,
             };
             if (200..300).contains(&answer.status) {
@@ -620,10 +636,16 @@ fn origin_of(uri: &ureq::http::Uri) -> Option<(String, String, u16)> {
 /// Longest excerpt of a server's text an error quotes.
 const EXCERPT_CHARS: usize = 500;
 
-/// The message in an error body: OpenAI's `{"error": {"message": ...}}`, the `{"error": "..."}` or
-/// `{"message": ...}` some servers send, or else the text itself, cut short.
+/// The message in an error body: OpenAI's and Anthropic's `{"error": {"message": ...}}` (in an
+/// array, as Gemini may send it), the `{"error": "..."}` or `{"message": ...}` some servers send, or
+/// else the text itself, cut short.
 fn server_message(text: &str) -> String {
     if let Ok(value) = serde_json::from_str::<Value>(text) {
+        // Gemini's compatibility layer may wrap its error object in an array.
+        let value = match value {
+            Value::Array(mut items) if !items.is_empty() => items.swap_remove(0),
+            other => other,
+        };
         let found = value
             .pointer("/error/message")
             .or_else(|| value.get("error").filter(|e| e.is_string()))
@@ -874,6 +896,10 @@ mod tests {
         assert_eq!(server_message(r#"{"error": {"message": "bad tools"}}"#), "bad tools");
         assert_eq!(server_message(r#"{"error": "overloaded"}"#), "overloaded");
         assert_eq!(server_message(r#"{"message": "no"}"#), "no");
+        assert_eq!(
+            server_message(r#"[{"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}]"#),
+            "quota"
+        );
         assert_eq!(server_message("  plain text \n"), "plain text");
         assert_eq!(server_message(""), "(no message)");
     }
@@ -893,6 +919,7 @@ mod tests {
             text.push_str(&format!("data: {chunk}\n\n"));
         }
         stream::read_stream(text.as_bytes(), ReplyBuilder::new(None), "http://x/v1", "[DONE]", chat_event)
+            .map_err(|(e, _)| e)
     }
 
     #[test]

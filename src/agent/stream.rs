@@ -281,6 +281,10 @@ impl ReplyBuilder {
     }
 }
 
+/// How a stream went: the reply, or the error and whether nothing of the reply had arrived before
+/// it (no text, no call: the request can be sent again without showing anything twice).
+pub(crate) type Streamed = std::result::Result<ModelReply, (Error, bool)>;
+
 /// Reads every event of `reader` into `builder` through `on_event` (which returns `Ok(true)` at
 /// the API's end marker), and the reply; a stream that ends or fails before the marker is cut.
 pub(crate) fn read_stream<R: BufRead>(
@@ -289,19 +293,22 @@ pub(crate) fn read_stream<R: BufRead>(
     url: &str,
     marker: &str,
     mut on_event: impl FnMut(&Event, &mut ReplyBuilder) -> Result<bool>,
-) -> Result<ModelReply> {
+) -> Streamed {
     let mut events = Events::new(reader);
+    let nothing = |b: &ReplyBuilder| b.text.is_empty() && b.calls.is_empty();
     loop {
         match events.next_event() {
-            Ok(Some(event)) => {
-                if on_event(&event, &mut builder)? {
+            Ok(Some(event)) => match on_event(&event, &mut builder) {
+                Ok(true) => {
                     builder.ended = true;
                     return Ok(builder.finish());
                 }
-            }
+                Ok(false) => {}
+                Err(e) => return Err((e, nothing(&builder))),
+            },
             Ok(None) if builder.ended => return Ok(builder.finish()),
-            Ok(None) => return Err(builder.cut(url, marker, None)),
-            Err(e) => return Err(builder.cut(url, marker, Some(&e.to_string()))),
+            Ok(None) => return Err((builder.cut(url, marker, None), nothing(&builder))),
+            Err(e) => return Err((builder.cut(url, marker, Some(&e.to_string())), nothing(&builder))),
         }
     }
 }

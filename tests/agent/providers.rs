@@ -180,6 +180,32 @@ fn overloaded_and_rate_limited_anthropic_requests_are_retried_after_retry_after(
 }
 
 #[test]
+fn an_overloaded_error_event_before_any_text_is_retried_and_one_after_text_is_not() {
+    let (dir, home) = (files(), Home::new());
+    let overloaded = (
+        Some("error"),
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}).to_string(),
+    );
+    let text = Reply::text("Partial answer").anthropic_events();
+    let mut after_text = text[..5].to_vec();
+    after_text.push(overloaded.clone());
+    let server = ModelServer::start(vec![
+        Scripted::events(&[text[0].clone(), overloaded]),
+        Scripted::events(&Reply::text("done").anthropic_events()),
+        Scripted::events(&after_text),
+    ]);
+    let args = ["--api", "anthropic", "--base-url", &server.base_url(), "--model", "m", "Go."].map(String::from);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = agent(&home, dir.path(), &args, &[]);
+    assert_eq!((out.status.code(), stdout(&out)), (Some(0), "done\n".to_string()), "{}", stderr(&out));
+    assert_eq!(server.requests().len(), 2, "the overloaded stream was sent again");
+    let out = agent(&home, dir.path(), &args, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("overloaded_error"), "{}", stderr(&out));
+    assert_eq!(server.requests().len(), 3, "text had been shown: not sent again");
+}
+
+#[test]
 fn an_answer_cut_at_max_tokens_is_reported_and_its_cut_call_not_run() {
     let (dir, home) = (files(), Home::new());
     let cut = Reply::calls(&[("call_A", "fs-write", r#"{"path":"b.txt","content":"x"}"#)])
