@@ -521,3 +521,14 @@ fn llama_server_whose_template_drops_tools_gets_pformat_and_says_so() {
     assert!(requests[3].json()["tools"].is_array(), "the template takes tools: native");
     assert!(requests[5].json()["tools"].is_array(), "no /props: native");
 }
+
+#[test]
+fn on_a_terminal_a_streamed_answer_is_shown_once() {
+    let (dir, home) = (files(), Home::new());
+    let server =
+        ModelServer::start(vec![Scripted::events(&Reply::text("The answer, streamed.").usage(10, 5, 0).chat_events())]);
+    let url = server.base_url();
+    let screen = on_terminal(&home, dir.path(), &["agent", "--base-url", &url, "--model", "m", "Answer."], "");
+    assert_eq!(screen.matches("The answer, streamed.").count(), 1, "{screen}");
+    assert!(screen.contains("tokens: input 10 (cached 0), output 5 in 1 turn"), "{screen}");
+}
