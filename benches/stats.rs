@@ -175,6 +175,7 @@ fn write_log(path: &Path, catalogue: &Value, n: usize) {
             text: None,
             tool_calls: tool_calls.iter().map(ToolCall::to_json).collect(),
             finish_reason: Some("tool_calls".into()),
+            usage: Some(toolhost::agent::Usage { input_tokens: 4000, output_tokens: 120, cached_tokens: Some(3000) }),
         });
         messages = vec![Message::Assistant { content: None, tool_calls }.to_json()];
         for (index, (id, request, record)) in calls.into_iter().enumerate() {

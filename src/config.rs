@@ -58,7 +58,7 @@ pub use crate::sandbox::SandboxMode;
 use crate::sandbox::{Sandbox, Settings};
 use crate::source::ReadError;
 
-/// How the agent loop talks tools with its model: `native` or `pformat` in a config file.
+/// How the agent loop talks tools with its model: `native`, `pformat` or `auto` in a config file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dialect {
@@ -66,6 +66,47 @@ pub enum Dialect {
     Native,
     /// Tool calls written as text tags (design section 7), for models without native tool calls.
     Pformat,
+    /// Native, unless the server says its model cannot take tools (llama-server's `/props`): then
+    /// P-format. `toolhost agent` decides before the session starts; a session given `Auto`
+    /// speaks native.
+    Auto,
+}
+
+/// Which provider `[provider] preset` (or `--provider`) names: it sets the base URL, the API shape
+/// and the variable the API key is read from (see `agent::provider` for the table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// OpenAI's own API.
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Anthropic's own API.
+    Anthropic,
+    /// OpenRouter.
+    #[serde(rename = "openrouter")]
+    OpenRouter,
+    /// Google's Gemini, through its OpenAI-compatible endpoint.
+    Gemini,
+    /// A local Ollama.
+    Ollama,
+    /// A local llama.cpp server.
+    LlamaServer,
+    /// A local vLLM server.
+    #[serde(rename = "vllm")]
+    Vllm,
+}
+
+/// Which wire format requests go in: `chat` (OpenAI-compatible chat completions), `anthropic`
+/// (Anthropic's Messages API) or `responses` (OpenAI's Responses API).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    /// `POST {base_url}/chat/completions`.
+    Chat,
+    /// `POST {base_url}/messages`.
+    Anthropic,
+    /// `POST {base_url}/responses`.
+    Responses,
 }
 
 /// `[shell]`: the `shell-exec` sandbox. Scalars `None` and lists empty unless a file sets them.
@@ -122,7 +163,11 @@ pub struct RuleConfig {
 /// `[provider]`: the agent loop's model. Every field `None` (and `extra_body` empty) unless set.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProviderConfig {
-    /// The OpenAI-compatible API's base URL (`http://` or `https://`).
+    /// The provider whose base URL, API shape and key variable apply unless set here.
+    pub preset: Option<Preset>,
+    /// The API's wire format (else the preset's, else chat completions).
+    pub api: Option<Api>,
+    /// The API's base URL (`http://` or `https://`).
     pub base_url: Option<String>,
     /// The model name sent with each request.
     pub model: Option<String>,
@@ -136,8 +181,16 @@ pub struct ProviderConfig {
     pub timeout_s: Option<f64>,
     /// How many tool calls of one reply run; the rest are answered with an error saying so.
     pub max_calls_per_reply: Option<u64>,
+    /// The most tokens one reply may have (`max_tokens`, which the Anthropic API requires).
+    pub max_tokens: Option<u64>,
+    /// Whether replies are streamed (server-sent events) as they are generated; on unless false.
+    pub stream: Option<bool>,
     /// Fields merged into each request body; never `tools`, `messages` or `model`.
     pub extra_body: Map<String, Value>,
+    /// The file that set `base_url` and the one that set `api_key_env`, by key: an API key goes to
+    /// a host only when the user's own config (or a flag) chose it, never a project's file alone.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub set_in: BTreeMap<String, PathBuf>,
 }
 
 /// How toolhost reaches an MCP server.
@@ -363,9 +416,18 @@ pub fn merge(layers: impl IntoIterator<Item = ConfigLayer>) -> Config {
         config.scripts_trusted = layer.scripts_trusted.or(config.scripts_trusted);
 
         let (provider, later) = (&mut config.provider, layer.provider);
+        for key in ["base_url", "api_key_env"] {
+            if let Some(file) = later.set_in.get(key) {
+                provider.set_in.insert(key.to_string(), file.clone());
+            }
+        }
+        provider.preset = later.preset.or(provider.preset);
+        provider.api = later.api.or(provider.api);
         provider.base_url = later.base_url.or(provider.base_url.take());
         provider.model = later.model.or(provider.model.take());
         provider.api_key_env = later.api_key_env.or(provider.api_key_env.take());
+        provider.max_tokens = later.max_tokens.or(provider.max_tokens);
+        provider.stream = later.stream.or(provider.stream);
         provider.dialect = later.dialect.or(provider.dialect);
         provider.strict_tools = later.strict_tools.or(provider.strict_tools);
         provider.timeout_s = later.timeout_s.or(provider.timeout_s);
@@ -538,7 +600,18 @@ pub fn parse(text: &str, file: &Path) -> Result<ConfigLayer> {
         .collect();
 
     let provider = raw.provider.unwrap_or_default();
+    let mut set_in = BTreeMap::new();
+    for (key, set) in [("base_url", provider.base_url.is_some()), ("api_key_env", provider.api_key_env.is_some())] {
+        if set {
+            set_in.insert(key.to_string(), file.to_path_buf());
+        }
+    }
     let provider = ProviderConfig {
+        preset: provider.preset,
+        api: provider.api,
+        max_tokens: provider.max_tokens.map(|n| n.0),
+        stream: provider.stream,
+        set_in,
         base_url: provider.base_url.map(|u| u.0),
         model: provider.model.map(|m| m.0),
         api_key_env: provider.api_key_env.map(|n| n.0),
@@ -764,6 +837,10 @@ struct RawScripts {
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawProvider {
+    preset: Option<Preset>,
+    api: Option<Api>,
+    max_tokens: Option<PositiveInt>,
+    stream: Option<bool>,
     base_url: Option<HttpUrl>,
     model: Option<NonEmpty>,
     api_key_env: Option<EnvName>,

@@ -35,13 +35,18 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::agent::model::{Model, ModelReply, ModelRequest, ToolCall};
+use crate::agent::model::{Model, ModelReply, ModelRequest, ToolCall, Usage};
 use crate::agent::stop::{self, Stop};
-use crate::config::ProviderConfig;
+use crate::agent::stream::{self, Event, ReplyBuilder, TextSink};
+use crate::agent::{anthropic, provider, responses};
+use crate::config::{Api, Preset, ProviderConfig};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Request fields the client sends itself; `extra_body` entries with these names are skipped.
 pub const RESERVED_BODY_KEYS: [&str; 3] = ["model", "messages", "tools"];
+
+/// The most bytes one streamed reply may have.
+const STREAM_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// How long one model request may take when the config does not say (`provider.timeout_s`): long,
 /// because a local model on a CPU can take minutes to answer.
@@ -98,6 +103,15 @@ pub struct ClientSettings {
     pub extra_body: Map<String, Value>,
     /// Retries on 429 and 5xx.
     pub retry: RetryPolicy,
+    /// The wire format: chat completions, Anthropic Messages or OpenAI Responses.
+    pub api: Api,
+    /// The preset the settings came from, if any (it may choose the catalogue's schema format).
+    pub preset: Option<Preset>,
+    /// `max_tokens` (the Anthropic API requires one: [`anthropic::DEFAULT_MAX_TOKENS`] when unset;
+    /// the other APIs get none unless `extra_body` sets one).
+    pub max_tokens: Option<u64>,
+    /// Asks for the reply as a stream of server-sent events, shown as it arrives.
+    pub stream: bool,
 }
 
 impl fmt::Debug for ClientSettings {
@@ -109,6 +123,10 @@ impl fmt::Debug for ClientSettings {
             .field("timeout", &self.timeout)
             .field("extra_body", &self.extra_body)
             .field("retry", &self.retry)
+            .field("api", &self.api)
+            .field("preset", &self.preset)
+            .field("max_tokens", &self.max_tokens)
+            .field("stream", &self.stream)
             .finish()
     }
 }
@@ -124,11 +142,17 @@ impl ClientSettings {
             timeout: DEFAULT_TIMEOUT,
             extra_body: Map::new(),
             retry: RetryPolicy::default(),
+            api: Api::Chat,
+            preset: None,
+            max_tokens: None,
+            stream: false,
         }
     }
 
-    /// The settings `[provider]` describes (after flags were applied to it): the base URL and
-    /// model must be set, and the key is read from the variable `api_key_env` names.
+    /// The settings `[provider]` describes (after flags were applied to it), taking the config as
+    /// the user's own: the preset's base URL and API unless set, the model must be set, and the key
+    /// is read from the variable `api_key_env` names, or the preset's own variable when the base URL
+    /// is the preset's host. (`toolhost agent` scopes the key further: see `agent::provider`.)
     ///
     /// ```
     /// let mut provider = toolhost::config::ProviderConfig::default();
@@ -144,12 +168,18 @@ impl ClientSettings {
     /// Kind config: no base URL or model, a base URL that is not `http(s)://`, a timeout that is
     /// not a positive number of seconds, or an `api_key_env` variable that is not set.
     pub fn from_provider(provider: &ProviderConfig) -> Result<Self> {
-        let base_url = provider.base_url.clone().ok_or_else(|| {
-            Error::config(
-                "no model server: set base_url in [provider] of the config, or pass --base-url \
-                 (e.g. http://127.0.0.1:8080/v1)",
-            )
-        })?;
+        let own: Vec<std::path::PathBuf> = provider.set_in.values().cloned().collect();
+        let resolved = provider::resolve(provider, &provider::ProviderFlags::default(), &own)?;
+        ClientSettings::from_resolved(provider, &resolved)
+    }
+
+    /// The settings for `provider` as [`provider::resolve`] resolved them (base URL, API, key
+    /// variable).
+    ///
+    /// # Errors
+    /// As [`ClientSettings::from_provider`].
+    pub fn from_resolved(provider: &ProviderConfig, resolved: &provider::Resolved) -> Result<Self> {
+        let base_url = resolved.base_url.clone();
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(Error::config(format!("the base URL must start with http:// or https://, got {base_url:?}")));
         }
@@ -164,9 +194,13 @@ impl ClientSettings {
                 .filter(|d| !d.is_zero())
                 .ok_or_else(|| Error::config(format!("provider.timeout_s must be a positive number, got {seconds}")))?;
         }
-        if let Some(var) = &provider.api_key_env {
-            settings = settings.api_key_from_env(var)?;
+        if let Some(var) = &resolved.key_env {
+            settings.api_key = Some(read_key(var, &resolved.key_because)?);
         }
+        settings.api = resolved.api;
+        settings.preset = resolved.preset;
+        settings.max_tokens = provider.max_tokens;
+        settings.stream = provider.stream.unwrap_or(true);
         settings.extra_body = provider.extra_body.clone();
         Ok(settings)
     }
@@ -177,21 +211,30 @@ impl ClientSettings {
     /// Kind config when the variable is not set or empty (the message names the variable, never
     /// a value).
     pub fn api_key_from_env(mut self, var: &str) -> Result<Self> {
-        match std::env::var(var) {
-            Ok(key) if !key.trim().is_empty() => {
-                self.api_key = Some(key.trim().to_string());
-                Ok(self)
-            }
-            _ => Err(Error::config(format!(
-                "provider.api_key_env names the environment variable {var}, which is not set: \
-                 set it to the API key, or remove api_key_env for a server that needs no key"
-            ))),
-        }
+        self.api_key = Some(read_key(var, &format!("provider.api_key_env names the environment variable {var}"))?);
+        Ok(self)
     }
 
-    /// The chat-completions endpoint: the base URL and `/chat/completions`.
+    /// The endpoint requests go to: the base URL and `/chat/completions`, `/messages` or
+    /// `/responses`.
     pub fn endpoint(&self) -> String {
-        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+        let path = match self.api {
+            Api::Chat => "chat/completions",
+            Api::Anthropic => "messages",
+            Api::Responses => "responses",
+        };
+        format!("{}/{path}", self.base_url.trim_end_matches('/'))
+    }
+}
+
+/// The key in `var`; `because` says why that variable is read, for the error when it is not set.
+fn read_key(var: &str, because: &str) -> Result<String> {
+    match std::env::var(var) {
+        Ok(key) if !key.trim().is_empty() => Ok(key.trim().to_string()),
+        _ => Err(Error::config(format!(
+            "{because}, which is not set: set {var} to the API key, or name another variable with \
+             --api-key-env NAME (provider.api_key_env)"
+        ))),
     }
 }
 
@@ -212,21 +255,38 @@ impl ClientSettings {
 /// );
 /// ```
 pub fn request_body(settings: &ClientSettings, request: &ModelRequest<'_>) -> Value {
+    match settings.api {
+        Api::Chat => chat_body(settings, request),
+        Api::Anthropic => anthropic::request_body(settings, request),
+        Api::Responses => responses::request_body(settings, request),
+    }
+}
+
+/// The chat-completions body: `{"model","messages","tools"}`, `"stream": true` and
+/// `"stream_options": {"include_usage": true}` when streaming, then `extra_body`.
+fn chat_body(settings: &ClientSettings, request: &ModelRequest<'_>) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(settings.model.clone()));
     body.insert("messages".into(), request.messages.iter().map(|m| m.to_json()).collect());
     if let Some(tools) = request.tools.filter(|t| t.as_array().is_none_or(|a| !a.is_empty())) {
         body.insert("tools".into(), tools.clone());
     }
+    if settings.stream {
+        body.insert("stream".into(), Value::Bool(true));
+        body.insert("stream_options".into(), serde_json::json!({"include_usage": true}));
+    }
     for (key, value) in &settings.extra_body {
-        if !RESERVED_BODY_KEYS.contains(&key.as_str()) {
+        let streamed = settings.stream && (key == "stream" || key == "stream_options");
+        if !RESERVED_BODY_KEYS.contains(&key.as_str()) && !streamed {
             body.insert(key.clone(), value.clone());
         }
     }
     Value::Object(body)
 }
 
-/// The OpenAI-compatible chat-completions client.
+/// The model's HTTP client, for each API toolhost speaks: OpenAI-compatible chat completions,
+/// Anthropic's Messages and OpenAI's Responses ([`ClientSettings::api`]). It also keeps the
+/// session's token usage and how many replies were cut at the token limit ([`ChatClient::totals`]).
 ///
 /// ```no_run
 /// use toolhost::agent::{ChatClient, ClientSettings, Message, Model, ModelRequest};
@@ -240,6 +300,39 @@ pub struct ChatClient {
     settings: ClientSettings,
     agent: ureq::Agent,
     stop: Option<Stop>,
+    sink: Option<TextSink>,
+    totals: Totals,
+}
+
+/// What a client's replies added up to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// Replies received.
+    pub replies: usize,
+    /// The usage of those that said it, added up.
+    pub usage: Option<Usage>,
+    /// Replies with usage.
+    pub with_usage: usize,
+    /// Replies cut at the token limit (`length`, `max_tokens`, `max_output_tokens`).
+    pub cut: usize,
+    /// Whether the last reply was cut there.
+    pub last_cut: bool,
+}
+
+impl Totals {
+    /// The one line `toolhost agent` ends with on standard error, e.g. `tokens: input 2200 (cached
+    /// 900), output 80 in 2 turns`; `None` when no reply said its usage.
+    pub fn summary(&self) -> Option<String> {
+        let usage = self.usage?;
+        let cached = usage.cached_tokens.map(|c| format!(" (cached {c})")).unwrap_or_default();
+        let turns = if self.replies == 1 { "1 turn".to_string() } else { format!("{} turns", self.replies) };
+        Some(format!("tokens: input {}{cached}, output {} in {turns}", usage.input_tokens, usage.output_tokens))
+    }
+}
+
+/// Whether a finish reason says the reply hit the token limit.
+pub fn is_cut(finish_reason: Option<&str>) -> bool {
+    matches!(finish_reason, Some("length" | "max_tokens" | "max_output_tokens"))
 }
 
 impl ChatClient {
@@ -254,7 +347,7 @@ impl ChatClient {
             // taken as the model's reply (and the conversation sent there).
             .max_redirects(0)
             .build();
-        ChatClient { settings, agent: config.into(), stop: None }
+        ChatClient { settings, agent: config.into(), stop: None, sink: None, totals: Totals::default() }
     }
 
     /// Gives up waiting for the server (and between retries) as soon as `stop` is set; the request
@@ -264,9 +357,20 @@ impl ChatClient {
         self
     }
 
+    /// Shows a streamed reply's text as it arrives by passing each piece to `sink` (the terminal).
+    pub fn show_text(mut self, sink: impl FnMut(&str) + Send + 'static) -> Self {
+        self.sink = Some(std::sync::Arc::new(std::sync::Mutex::new(sink)));
+        self
+    }
+
     /// The settings.
     pub fn settings(&self) -> &ClientSettings {
         &self.settings
+    }
+
+    /// What the replies so far added up to.
+    pub fn totals(&self) -> Totals {
+        self.totals
     }
 }
 
@@ -275,22 +379,44 @@ impl Model for ChatClient {
         let exchange = Exchange {
             agent: self.agent.clone(),
             url: self.settings.endpoint(),
+            api: self.settings.api,
             api_key: self.settings.api_key.clone(),
             body: request_body(&self.settings, request).to_string(),
             retry: self.settings.retry,
             timeout: self.settings.timeout,
             stop: self.stop.clone(),
+            sink: self.sink.clone(),
         };
-        match self.stop.clone() {
+        let reply = match self.stop.clone() {
             None => exchange.run(),
             // The blocking request runs on a thread of its own so that a stop need not wait for it.
             Some(stop) => stop::wait_or_stop(&stop, Duration::ZERO, || {}, move || exchange.run())
                 .unwrap_or_else(|| Err(Error::new(ErrorKind::Agent, "interrupted while waiting for the model"))),
+        }?;
+        let totals = &mut self.totals;
+        totals.replies += 1;
+        if let Some(usage) = reply.usage {
+            totals.with_usage += 1;
+            totals.usage = Some(totals.usage.map_or(usage, |u| u.plus(usage)));
         }
+        totals.last_cut = is_cut(reply.finish_reason.as_deref());
+        totals.cut += usize::from(totals.last_cut);
+        Ok(reply)
     }
 
     fn describe(&self) -> Value {
-        serde_json::json!({"base_url": self.settings.base_url, "model": self.settings.model})
+        let mut described = serde_json::json!({"base_url": self.settings.base_url, "model": self.settings.model});
+        if self.settings.api != Api::Chat {
+            described["api"] = serde_json::to_value(self.settings.api).unwrap_or(Value::Null);
+        }
+        described
+    }
+
+    fn catalogue_format(&self, strict: bool) -> crate::schema::Format {
+        match self.settings.preset {
+            Some(preset) => preset.schema_format(strict),
+            None => provider::openai_format(strict),
+        }
     }
 }
 
@@ -298,11 +424,19 @@ impl Model for ChatClient {
 struct Exchange {
     agent: ureq::Agent,
     url: String,
+    api: Api,
     api_key: Option<String>,
     body: String,
     retry: RetryPolicy,
     timeout: Duration,
     stop: Option<Stop>,
+    sink: Option<TextSink>,
+}
+
+/// What the server answered: a status to act on, or a stream already read into a reply.
+enum Answered {
+    Whole(Answer),
+    Streamed(stream::Streamed),
 }
 
 /// What the server answered, read whole.
@@ -320,13 +454,37 @@ impl Exchange {
         let attempts = self.retry.attempts.max(1);
         let mut attempt = 1;
         loop {
-            let answer = self.post()?;
+            let answer = match self.post()? {
+                Answered::Streamed(Ok(reply)) => return Ok(reply),
+                // A stream that failed before any of the reply arrived (Anthropic's overloaded
+                // error event, a connection dropped at once) is sent again like a 529; once
+                // something was shown, it cannot be taken back, and the error ends the request.
+                Answered::Streamed(Err((error, nothing_arrived))) => {
+                    if !nothing_arrived || attempt >= attempts {
+                        return Err(error);
+                    }
+                    if !stop::pause(self.retry.delay(attempt, None), self.stop.as_ref()) {
+                        return Err(Error::new(
+                            ErrorKind::Agent,
+                            "interrupted while waiting to retry the model request",
+                        ));
+                    }
+                    attempt += 1;
+                    continue;
+                }
+                Answered::Whole(answer) => answer,
+            };
             if (200..300).contains(&answer.status) {
-                return parse_reply(&answer.text);
+                return match self.api {
+                    Api::Chat => parse_reply(&answer.text),
+                    Api::Anthropic => anthropic::parse_reply(&answer.text),
+                    Api::Responses => responses::parse_reply(&answer.text),
+                };
             }
             if (300..400).contains(&answer.status) {
                 return Err(redirect_error(&self.url, &answer));
             }
+            // 529 is Anthropic's "overloaded": a 5xx like the others.
             let retryable = answer.status == 429 || (500..600).contains(&answer.status);
             if !retryable || attempt >= attempts {
                 return Err(status_error(&self.url, &answer, attempt));
@@ -338,31 +496,58 @@ impl Exchange {
         }
     }
 
-    fn post(&self) -> Result<Answer> {
+    fn post(&self) -> Result<Answered> {
         let mut request = self.agent.post(&self.url).content_type("application/json");
         if let Some(key) = &self.api_key {
-            request = request.header("Authorization", format!("Bearer {key}"));
+            request = match self.api {
+                Api::Anthropic => request.header("x-api-key", key.as_str()),
+                Api::Chat | Api::Responses => request.header("Authorization", format!("Bearer {key}")),
+            };
+        }
+        if self.api == Api::Anthropic {
+            request = request.header("anthropic-version", anthropic::ANTHROPIC_VERSION);
         }
         let mut response = request.send(self.body.as_str()).map_err(|e| self.transport_error(&e))?;
         let status = response.status();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
+        let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+        let retry_after = header("retry-after-ms")
+            .and_then(|v| v.parse::<f64>().ok())
+            .map(|ms| ms / 1000.0)
+            .or_else(|| header("retry-after").and_then(|v| v.parse::<f64>().ok()))
             .and_then(|s| Duration::try_from_secs_f64(s).ok());
         let location = response.headers().get("location").map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let event_stream = header("content-type").is_some_and(|t| t.starts_with("text/event-stream"));
+        if status.is_success() && event_stream {
+            let reader = std::io::BufReader::new(response.body_mut().with_config().limit(STREAM_LIMIT).reader());
+            let builder = ReplyBuilder::new(self.sink.clone());
+            let reply = match self.api {
+                Api::Chat => stream::read_stream(reader, builder, &self.url, "[DONE]", chat_event),
+                Api::Anthropic => {
+                    stream::read_stream(reader, builder, &self.url, anthropic::STREAM_END, anthropic::on_event)
+                }
+                Api::Responses => {
+                    stream::read_stream(reader, builder, &self.url, responses::STREAM_END, responses::on_event)
+                }
+            };
+            if let Some(sink) = &self.sink {
+                if let Ok(mut sink) = sink.lock() {
+                    // The end of a streamed text: the next line of the terminal is someone else's.
+                    sink("");
+                }
+            }
+            return Ok(Answered::Streamed(reply));
+        }
         // Read as bytes, not as text: ureq's text reading would quietly replace bytes that are not
         // UTF-8, and a reply the model server garbled must be reported as such.
         let bytes = response.body_mut().read_to_vec().map_err(|e| self.transport_error(&e))?;
         let text = String::from_utf8(bytes).map_err(|e| self.not_utf8(status.as_u16(), &e))?;
-        Ok(Answer {
+        Ok(Answered::Whole(Answer {
             status: status.as_u16(),
             reason: status.canonical_reason().unwrap_or(""),
             retry_after,
             location,
             text,
-        })
+        }))
     }
 
     /// The error for a reply whose bytes are not UTF-8 text: where the first bad byte is, and the
@@ -451,10 +636,16 @@ fn origin_of(uri: &ureq::http::Uri) -> Option<(String, String, u16)> {
 /// Longest excerpt of a server's text an error quotes.
 const EXCERPT_CHARS: usize = 500;
 
-/// The message in an error body: OpenAI's `{"error": {"message": ...}}`, the `{"error": "..."}` or
-/// `{"message": ...}` some servers send, or else the text itself, cut short.
+/// The message in an error body: OpenAI's and Anthropic's `{"error": {"message": ...}}` (in an
+/// array, as Gemini may send it), the `{"error": "..."}` or `{"message": ...}` some servers send, or
+/// else the text itself, cut short.
 fn server_message(text: &str) -> String {
     if let Ok(value) = serde_json::from_str::<Value>(text) {
+        // Gemini's compatibility layer may wrap its error object in an array.
+        let value = match value {
+            Value::Array(mut items) if !items.is_empty() => items.swap_remove(0),
+            other => other,
+        };
         let found = value
             .pointer("/error/message")
             .or_else(|| value.get("error").filter(|e| e.is_string()))
@@ -530,7 +721,89 @@ pub fn parse_reply(reply: &str) -> Result<ModelReply> {
         }
     }
     let finish_reason = choice.and_then(|c| c.get("finish_reason")).and_then(Value::as_str).map(String::from);
-    Ok(ModelReply { text, tool_calls, finish_reason })
+    let usage = value.get("usage").and_then(chat_usage);
+    Ok(ModelReply { text, tool_calls, finish_reason, usage })
+}
+
+/// A chat-completions `usage` object: `prompt_tokens` (cached included), `completion_tokens`,
+/// `prompt_tokens_details.cached_tokens`.
+fn chat_usage(usage: &Value) -> Option<Usage> {
+    Some(Usage {
+        input_tokens: usage.get("prompt_tokens")?.as_u64()?,
+        output_tokens: usage.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+        cached_tokens: usage.pointer("/prompt_tokens_details/cached_tokens").and_then(Value::as_u64),
+    })
+}
+
+/// One chat-completions chunk into `builder`; `Ok(true)` at `data: [DONE]`. A stream that ends
+/// after a chunk with a `finish_reason` but without `[DONE]` is whole too. Tool-call fragments are
+/// keyed by their `index`; a fragment with another `id` than its index's call starts a new call,
+/// and one without an `index` belongs to the call with its `id`, else to the last one (servers
+/// differ here).
+fn chat_event(event: &Event, builder: &mut ReplyBuilder) -> Result<bool> {
+    if event.data.trim() == "[DONE]" {
+        return Ok(true);
+    }
+    let chunk: Value = serde_json::from_str(&event.data).map_err(|_| {
+        Error::new(
+            ErrorKind::Agent,
+            format!("the model server's stream has an event that is not JSON: {}", excerpt(&event.data)),
+        )
+    })?;
+    if chunk.get("error").is_some() {
+        return Err(Error::new(
+            ErrorKind::Agent,
+            format!("the model server's stream carried an error: {}", server_message(&event.data)),
+        ));
+    }
+    if let Some(usage) = chunk.get("usage").and_then(chat_usage) {
+        builder.usage = Some(usage);
+    }
+    let Some(choice) = chunk.pointer("/choices/0") else { return Ok(false) };
+    let delta = &choice["delta"];
+    match delta.get("content") {
+        Some(Value::String(text)) => builder.text(text),
+        Some(Value::Array(parts)) => {
+            for part in parts {
+                builder.text(part.get("text").and_then(Value::as_str).unwrap_or_default());
+            }
+        }
+        _ => {}
+    }
+    for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+        let id = call.get("id").and_then(Value::as_str).filter(|i| !i.is_empty());
+        let name = call.pointer("/function/name").and_then(Value::as_str);
+        let known: Vec<(String, String)> =
+            builder.call_keys().into_iter().map(|(k, i)| (k.to_string(), i.to_string())).collect();
+        let key = match call.get("index").and_then(Value::as_u64) {
+            Some(index) => index.to_string(),
+            None => id
+                .and_then(|id| known.iter().find(|(_, i)| i == id))
+                .or(known.last())
+                .map_or_else(|| "0".to_string(), |(k, _)| k.clone()),
+        };
+        let current = known.iter().rev().find(|(k, _)| *k == key).map(|(_, i)| i.as_str());
+        let starts = match (current, id) {
+            (None, _) => true,
+            (Some(current), Some(id)) => !current.is_empty() && current != id,
+            (Some(_), None) => false,
+        };
+        if starts {
+            builder.start_call(&key, id.unwrap_or_default(), name.unwrap_or_default());
+        } else {
+            builder.name_call(&key, id, name);
+        }
+        match call.pointer("/function/arguments") {
+            Some(Value::String(fragment)) => builder.call_arguments(&key, fragment),
+            None | Some(Value::Null) => {}
+            Some(whole) => builder.call_arguments(&key, &whole.to_string()),
+        }
+    }
+    if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+        builder.finish_reason = Some(reason.to_string());
+        builder.ended = true;
+    }
+    Ok(false)
 }
 
 /// The text of each tool call's `arguments` in the first choice's message, as the reply holds it,
@@ -623,6 +896,10 @@ mod tests {
         assert_eq!(server_message(r#"{"error": {"message": "bad tools"}}"#), "bad tools");
         assert_eq!(server_message(r#"{"error": "overloaded"}"#), "overloaded");
         assert_eq!(server_message(r#"{"message": "no"}"#), "no");
+        assert_eq!(
+            server_message(r#"[{"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}]"#),
+            "quota"
+        );
         assert_eq!(server_message("  plain text \n"), "plain text");
         assert_eq!(server_message(""), "(no message)");
     }
@@ -633,6 +910,40 @@ mod tests {
         settings.api_key = Some("sk-very-secret".into());
         let shown = format!("{settings:?}");
         assert!(!shown.contains("sk-very-secret") && shown.contains("<set>"), "{shown}");
+    }
+
+    /// Runs chat-completions chunks (their `delta`s and finish reasons) through the stream reader.
+    fn streamed(chunks: &[Value]) -> Result<ModelReply> {
+        let mut text = String::new();
+        for chunk in chunks {
+            text.push_str(&format!("data: {chunk}\n\n"));
+        }
+        stream::read_stream(text.as_bytes(), ReplyBuilder::new(None), "http://x/v1", "[DONE]", chat_event)
+            .map_err(|(e, _)| e)
+    }
+
+    #[test]
+    fn streamed_tool_calls_survive_what_compatible_servers_send() {
+        let delta = |d: Value| json!({"choices": [{"index": 0, "delta": d, "finish_reason": null}]});
+        let reply = streamed(&[
+            delta(json!({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "fs-read", "arguments": "{\"pa"}}]})),
+            // No index: the call with this id.
+            delta(json!({"tool_calls": [{"id": "a", "function": {"arguments": "th\":1}"}}]})),
+            // The same index with a new id: a second call, not more of the first.
+            delta(json!({"tool_calls": [{"index": 0, "id": "b", "function": {"name": "fs-list", "arguments": {"depth": 1}}}]})),
+            // A tool-call reply that says "stop", ended without [DONE].
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        ])
+        .unwrap();
+        let calls: Vec<(&str, &str, &str)> =
+            reply.tool_calls.iter().map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str())).collect();
+        assert_eq!(calls, [("a", "fs-read", "{\"path\":1}"), ("b", "fs-list", "{\"depth\":1}")]);
+        // Neither [DONE] nor a finish reason: cut.
+        let e = streamed(&[delta(json!({"content": "Hel"}))]).unwrap_err();
+        assert!(e.message().contains("after 3 characters of text and no tool call"), "{e}");
+        // An error chunk.
+        let e = streamed(&[json!({"error": {"message": "overloaded"}})]).unwrap_err();
+        assert!(e.message().contains("overloaded"), "{e}");
     }
 
     #[test]

@@ -9,18 +9,20 @@
 //! cannot be created or read); 130 stopped with Ctrl-C (a second Ctrl-C quits at once; every log
 //! line written so far is already on disk).
 
-use std::io::Read;
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use clap::ValueEnum;
 
 use crate::agent::client::{ChatClient, ClientSettings};
 use crate::agent::instructions;
 use crate::agent::log::{self, SessionLog};
+use crate::agent::provider::{self, ProviderFlags};
 use crate::agent::replay::{self, ReplayAnswers};
 use crate::agent::session::{End, Session, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TURNS};
 use crate::agent::stop::Stop;
-use crate::config::Dialect;
+use crate::config::{Api, Dialect, Preset};
 use crate::error::{Error, ErrorKind};
 use crate::launch::{self, settings_error, Asker};
 use crate::setup::Flags;
@@ -28,10 +30,24 @@ use crate::setup::Flags;
 /// `toolhost agent`'s own flags (`--yes` and the workspace flags are the common ones).
 #[derive(clap::Args, Debug)]
 pub struct AgentArgs {
-    /// The OpenAI-compatible API's base URL, e.g. http://127.0.0.1:8080/v1 (instead of [provider]
-    /// base_url).
+    /// The provider: sets the base URL, the API and the key's variable (OPENAI_API_KEY,
+    /// ANTHROPIC_API_KEY, OPENROUTER_API_KEY, GEMINI_API_KEY; none for the local servers), instead
+    /// of [provider] preset.
+    #[arg(long, value_enum, value_name = "NAME")]
+    pub provider: Option<ProviderArg>,
+    /// The API's wire format (instead of the preset's, or [provider] api; chat when neither says).
+    #[arg(long, value_enum, value_name = "API")]
+    pub api: Option<ApiArg>,
+    /// The API's base URL, e.g. http://127.0.0.1:8080/v1 (instead of the preset's, or [provider]
+    /// base_url). A key the user named is sent only to a base URL the user chose.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+    /// Send the API key in the environment variable NAME (instead of [provider] api_key_env).
+    #[arg(long, value_name = "NAME")]
+    pub api_key_env: Option<String>,
+    /// Wait for each whole reply instead of showing it as it is generated.
+    #[arg(long)]
+    pub no_stream: bool,
     /// The model name to request (instead of [provider] model).
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
@@ -61,6 +77,52 @@ pub enum DialectArg {
     Native,
     /// Tool calls written as text tags in the reply.
     Pformat,
+    /// Native, unless the server says the model cannot take tools (llama-server's /props).
+    Auto,
+}
+
+/// `--provider`.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum ProviderArg {
+    /// https://api.openai.com/v1, the Responses API, OPENAI_API_KEY.
+    Openai,
+    /// https://api.anthropic.com/v1, the Messages API, ANTHROPIC_API_KEY.
+    Anthropic,
+    /// https://openrouter.ai/api/v1, chat completions, OPENROUTER_API_KEY.
+    Openrouter,
+    /// Gemini's OpenAI-compatible endpoint, chat completions, GEMINI_API_KEY.
+    Gemini,
+    /// http://127.0.0.1:11434/v1, chat completions, no key.
+    Ollama,
+    /// http://127.0.0.1:8080/v1, chat completions, no key, dialect auto.
+    LlamaServer,
+    /// http://127.0.0.1:8000/v1, chat completions, no key.
+    Vllm,
+}
+
+impl From<ProviderArg> for Preset {
+    fn from(arg: ProviderArg) -> Preset {
+        match arg {
+            ProviderArg::Openai => Preset::OpenAi,
+            ProviderArg::Anthropic => Preset::Anthropic,
+            ProviderArg::Openrouter => Preset::OpenRouter,
+            ProviderArg::Gemini => Preset::Gemini,
+            ProviderArg::Ollama => Preset::Ollama,
+            ProviderArg::LlamaServer => Preset::LlamaServer,
+            ProviderArg::Vllm => Preset::Vllm,
+        }
+    }
+}
+
+/// `--api`.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum ApiArg {
+    /// OpenAI-compatible chat completions ({base_url}/chat/completions).
+    Chat,
+    /// Anthropic's Messages API ({base_url}/messages).
+    Anthropic,
+    /// OpenAI's Responses API ({base_url}/responses).
+    Responses,
 }
 
 /// `toolhost replay`'s flags.
@@ -77,24 +139,45 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
         Err(code) => return code,
     };
     let mut provider = setup.config.provider.clone();
-    if args.base_url.is_some() {
-        provider.base_url = args.base_url.clone();
-    }
     if args.model.is_some() {
         provider.model = args.model.clone();
     }
     if args.strict {
         provider.strict_tools = Some(true);
     }
-    let dialect = match args.dialect {
-        Some(DialectArg::Native) => Dialect::Native,
-        Some(DialectArg::Pformat) => Dialect::Pformat,
-        None => provider.dialect.unwrap_or(Dialect::Native),
+    if args.no_stream {
+        provider.stream = Some(false);
+    }
+    let flags_given = ProviderFlags {
+        preset: args.provider.map(Preset::from),
+        api: args.api.map(|api| match api {
+            ApiArg::Chat => Api::Chat,
+            ApiArg::Anthropic => Api::Anthropic,
+            ApiArg::Responses => Api::Responses,
+        }),
+        base_url: args.base_url.clone(),
+        api_key_env: args.api_key_env.clone(),
     };
-    let settings = match ClientSettings::from_provider(&provider) {
+    // The user's own files: their config, and a --config file they named.
+    let user_files: Vec<PathBuf> = crate::config::user_config_path().into_iter().chain(flags.config.clone()).collect();
+    let resolved = match provider::resolve(&provider, &flags_given, &user_files) {
+        Ok(resolved) => resolved,
+        Err(e) => return settings_error(&e),
+    };
+    for note in &resolved.notes {
+        eprintln!("toolhost: warning: {note}");
+    }
+    let settings = match ClientSettings::from_resolved(&provider, &resolved) {
         Ok(settings) => settings,
         Err(e) => return settings_error(&e),
     };
+    let wanted = match args.dialect {
+        Some(DialectArg::Native) => Dialect::Native,
+        Some(DialectArg::Pformat) => Dialect::Pformat,
+        Some(DialectArg::Auto) => Dialect::Auto,
+        None => provider.dialect.or(resolved.preset.map(Preset::dialect)).unwrap_or(Dialect::Native),
+    };
+    let dialect = choose_dialect(wanted, resolved.preset, &settings);
     let task = match read_task(&args.task) {
         Ok(task) => task,
         Err(e) => return settings_error(&e),
@@ -132,7 +215,13 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
     for problem in &instructions.problems {
         eprintln!("toolhost: warning: {problem}");
     }
+    let streamed = Arc::new(Mutex::new(Shown::default()));
+    let text_to_stdout = std::io::stdout().is_terminal();
     let mut client = ChatClient::new(settings).stop_on(stop.clone());
+    if client.settings().stream {
+        let shown = Arc::clone(&streamed);
+        client = client.show_text(move |text| show(&shown, text, text_to_stdout));
+    }
     let mut session = Session::new(handle, &mut client)
         .instructions(&instructions)
         .dialect(dialect)
@@ -148,14 +237,28 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
     if let Some(log) = log {
         session = session.log(log);
     }
-    match session.run(&task) {
+    let result = session.run(&task);
+    let totals = client.totals();
+    if let Some(summary) = totals.summary() {
+        eprintln!("toolhost: {summary}");
+    }
+    match result {
         Ok(outcome) => match outcome.end {
             End::Answered => {
                 let answer = outcome.answer.unwrap_or_default();
-                if answer.ends_with('\n') {
+                let already = text_to_stdout && streamed.lock().is_ok_and(|s| !answer.is_empty() && s.last == answer);
+                if already {
+                    // The answer is on the terminal already: it was shown as it was generated.
+                } else if answer.ends_with('\n') {
                     print!("{answer}");
                 } else {
                     println!("{answer}");
+                }
+                if totals.last_cut {
+                    eprintln!(
+                        "toolhost: warning: the answer was cut: the model reached its token limit \
+                         (raise [provider] max_tokens)"
+                    );
                 }
                 0
             }
@@ -176,6 +279,60 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
             1
         }
     }
+}
+
+/// The dialect to speak: `wanted`, with llama-server's `/props` asked first when `wanted` is auto or
+/// the preset is llama-server: a model whose chat template cannot take tools gets P-format under
+/// auto, and a warning under native.
+fn choose_dialect(wanted: Dialect, preset: Option<Preset>, settings: &ClientSettings) -> Dialect {
+    let ask = wanted == Dialect::Auto || (wanted == Dialect::Native && preset == Some(Preset::LlamaServer));
+    if !ask || settings.api != Api::Chat {
+        return if wanted == Dialect::Auto { Dialect::Native } else { wanted };
+    }
+    let timeout = settings.timeout.min(std::time::Duration::from_secs(10));
+    match provider::template_takes_tools(&settings.base_url, timeout) {
+        Some((false, said)) if wanted == Dialect::Auto => {
+            eprintln!(
+                "toolhost: the model's chat template cannot take tools (llama-server /props: {said}); \
+                 speaking P-format instead"
+            );
+            Dialect::Pformat
+        }
+        Some((false, said)) => {
+            eprintln!(
+                "toolhost: warning: the model's chat template cannot take tools (llama-server /props: \
+                 {said}): the server will drop them from every request; --dialect pformat (or auto) \
+                 speaks tools as text instead"
+            );
+            Dialect::Native
+        }
+        _ if wanted == Dialect::Auto => Dialect::Native,
+        _ => wanted,
+    }
+}
+
+/// What was shown of streamed replies: the one being shown, and the last whole one.
+#[derive(Default)]
+struct Shown {
+    current: String,
+    last: String,
+}
+
+/// Shows streamed text on the terminal (standard output when it is one, else standard error, so
+/// that standard output still carries only the answer); `""` ends a reply, on a line of its own.
+fn show(shown: &Mutex<Shown>, text: &str, to_stdout: bool) {
+    let Ok(mut shown) = shown.lock() else { return };
+    let mut out: Box<dyn Write> = if to_stdout { Box::new(std::io::stdout()) } else { Box::new(std::io::stderr()) };
+    if text.is_empty() {
+        if !shown.current.is_empty() && !shown.current.ends_with('\n') {
+            let _ = writeln!(out);
+        }
+        shown.last = std::mem::take(&mut shown.current);
+    } else {
+        shown.current.push_str(text);
+        let _ = write!(out, "{text}");
+    }
+    let _ = out.flush();
 }
 
 /// Runs `toolhost replay`; returns the exit code.

@@ -63,11 +63,12 @@ pub(crate) struct Answered {
 
 impl Speaker {
     /// Reads the catalogue (native) or the specs (pformat) from the host.
-    pub fn new(handle: &HostHandle, dialect: Dialect, strict: bool) -> Result<Speaker> {
+    /// `format` is the catalogue's shape (the model's [`crate::agent::Model::catalogue_format`]).
+    pub fn new(handle: &HostHandle, dialect: Dialect, strict: bool, format: Format) -> Result<Speaker> {
         let specs = handle.specs()?;
         let tools = match dialect {
-            Dialect::Native => {
-                let catalogue = handle.catalogue(if strict { Format::OpenAiStrict } else { Format::OpenAi })?;
+            Dialect::Native | Dialect::Auto => {
+                let catalogue = handle.catalogue(format)?;
                 catalogue.as_array().is_some_and(|a| !a.is_empty()).then_some(catalogue)
             }
             Dialect::Pformat => None,
@@ -79,7 +80,7 @@ impl Speaker {
     /// come back.
     pub fn system_prompt(&self, base: &str) -> String {
         match self.dialect {
-            Dialect::Native => base.to_string(),
+            Dialect::Native | Dialect::Auto => base.to_string(),
             Dialect::Pformat => format!(
                 "{base}\n\n{}\n# Your tools\n\n{}\n\n{PFORMAT_RESULTS}",
                 pformat::instructions(),
@@ -99,7 +100,7 @@ impl Speaker {
             }
         };
         match self.dialect {
-            Dialect::Native => reply
+            Dialect::Native | Dialect::Auto => reply
                 .tool_calls
                 .iter()
                 .enumerate()
@@ -134,7 +135,7 @@ impl Speaker {
     /// [`Speaker::attempts`] gave them.
     pub fn assistant_message(&self, reply: &ModelReply, attempts: &[Attempt]) -> Message {
         let tool_calls = match self.dialect {
-            Dialect::Native => reply
+            Dialect::Native | Dialect::Auto => reply
                 .tool_calls
                 .iter()
                 .zip(attempts)
@@ -148,7 +149,7 @@ impl Speaker {
     /// The messages that carry `results` back.
     pub fn result_messages(&self, results: &[Answered]) -> Vec<Message> {
         match self.dialect {
-            Dialect::Native => {
+            Dialect::Native | Dialect::Auto => {
                 results.iter().map(|r| Message::Tool { tool_call_id: r.id.clone(), content: r.text.clone() }).collect()
             }
             Dialect::Pformat if results.is_empty() => Vec::new(),

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::agent::model::Usage;
 use crate::call::{CallRecord, CallRequest};
 use crate::config::Dialect;
 use crate::error::{Error, ErrorKind, Result};
@@ -84,6 +85,9 @@ pub enum Entry {
         /// Why the model stopped, when the server said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         finish_reason: Option<String>,
+        /// The turn's tokens, when the API said (the shape `toolhost stats` reads).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
     },
     /// One call a reply made.
     Call {
@@ -202,7 +206,7 @@ mod tests {
         let path = dir.path().join("s.jsonl");
         let mut log = SessionLog::create(&path).unwrap();
         let entries = [
-            Entry::Reply { turn: 1, text: Some("hi".into()), tool_calls: vec![], finish_reason: None },
+            Entry::Reply { turn: 1, text: Some("hi".into()), tool_calls: vec![], finish_reason: None, usage: None },
             Entry::End { reason: "answered".into(), turns: 1, answer: Some("hi".into()), error: None },
         ];
         for entry in &entries {

@@ -27,7 +27,11 @@
 //! | module | owns |
 //! |---|---|
 //! | [`model`] | the `Model` trait, messages, requests, replies and tool calls |
-//! | [`client`] | the OpenAI-compatible chat-completions client: body, HTTP, retries, reading replies |
+//! | [`client`] | the model's HTTP client: settings, HTTP, retries, the chat-completions body and replies |
+//! | [`anthropic`] | Anthropic's Messages API: its request body and replies, whole and streamed |
+//! | [`responses`] | OpenAI's Responses API: its request body and replies, whole and streamed |
+//! | [`provider`] | provider presets, the API key's scope, llama-server's `/props` check |
+//! | `stream` | server-sent events, and assembling a reply from a stream |
 //! | `dialect` | native tool calls and P-format: what a request carries, which calls a reply makes, how results go back |
 //! | [`session`] | the loop itself |
 //! | [`mod@log`] | the session log: its format, writing and reading |
@@ -35,6 +39,7 @@
 //! | `stop` | stopping a session from outside (Ctrl-C) |
 //! | `command` | `toolhost agent` and `toolhost replay` (feature `cli`) |
 
+pub mod anthropic;
 pub mod client;
 #[cfg(feature = "cli")]
 pub(crate) mod command;
@@ -42,15 +47,18 @@ mod dialect;
 pub mod instructions;
 pub mod log;
 pub mod model;
+pub mod provider;
 pub mod replay;
+pub mod responses;
 pub mod session;
 mod stop;
+mod stream;
 
 pub use crate::config::Dialect;
-pub use client::{parse_reply, request_body, ChatClient, ClientSettings, RetryPolicy};
+pub use client::{parse_reply, request_body, ChatClient, ClientSettings, RetryPolicy, Totals};
 pub use dialect::DEFAULT_SYSTEM_PROMPT;
 pub use log::{read_log, Entry, SessionLog};
-pub use model::{Message, Model, ModelReply, ModelRequest, ToolCall};
+pub use model::{Message, Model, ModelReply, ModelRequest, ToolCall, Usage};
 pub use replay::{replay, Difference, ReplayAnswers, Report};
 pub use session::{
     CallEvent, End, Outcome, Session, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TURNS, DEFAULT_MAX_TURN_RESULT_CHARS,

@@ -99,6 +99,37 @@ pub struct ModelReply {
     pub tool_calls: Vec<ToolCall>,
     /// Why the model stopped (`stop`, `tool_calls`, `length`, ...), when the server says.
     pub finish_reason: Option<String>,
+    /// The tokens the request and the reply took, when the API says.
+    pub usage: Option<Usage>,
+}
+
+/// The tokens of one turn, in one shape whatever the API: the session log writes it as `toolhost
+/// stats` reads it (`{"input_tokens","output_tokens","cached_tokens"}`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    /// Input tokens, those read from (or written to) a cache included. (Anthropic counts its
+    /// cached tokens apart; they are added in.)
+    pub input_tokens: u64,
+    /// Output tokens (reasoning included where the API counts it there).
+    pub output_tokens: u64,
+    /// Of the input, the tokens read from the provider's cache, when the API says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// `self` and `other` added up (cached tokens known when either knows them).
+    pub fn plus(self, other: Usage) -> Usage {
+        let cached = match (self.cached_tokens, other.cached_tokens) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        Usage {
+            input_tokens: self.input_tokens + other.input_tokens,
+            output_tokens: self.output_tokens + other.output_tokens,
+            cached_tokens: cached,
+        }
+    }
 }
 
 impl ModelReply {
@@ -137,6 +168,13 @@ pub trait Model {
     /// and model name; never a key). Nothing by default.
     fn describe(&self) -> Value {
         Value::Null
+    }
+
+    /// The catalogue shape the model is sent its tools in (`strict`: the provider is marked
+    /// `strict_tools`). The OpenAI shape by default; the HTTP client reshapes it for the Anthropic
+    /// and Responses APIs, and a preset may choose another (`Preset::schema_format`).
+    fn catalogue_format(&self, strict: bool) -> crate::schema::Format {
+        crate::agent::provider::openai_format(strict)
     }
 }
 

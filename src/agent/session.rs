@@ -265,10 +265,11 @@ impl<'a> Session<'a> {
             task: task.to_string(),
             instructions: self.instructions.clone(),
         })?;
-        let speaker = match Speaker::new(&self.handle, self.dialect, self.strict) {
-            Ok(speaker) => speaker,
-            Err(e) => return Err(self.fail(0, e)),
-        };
+        let speaker =
+            match Speaker::new(&self.handle, self.dialect, self.strict, self.model.catalogue_format(self.strict)) {
+                Ok(speaker) => speaker,
+                Err(e) => return Err(self.fail(0, e)),
+            };
         let mut run = Run {
             messages: vec![Message::System(speaker.system_prompt(&self.system)), Message::User(task.to_string())],
             calls: Vec::new(),
@@ -334,6 +335,7 @@ impl<'a> Session<'a> {
             text: reply.text.clone(),
             tool_calls: reply.tool_calls.iter().map(|c| c.to_json()).collect(),
             finish_reason: reply.finish_reason.clone(),
+            usage: reply.usage,
         })?;
         Ok(reply)
     }

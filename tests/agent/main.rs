@@ -6,5 +6,6 @@
 mod common;
 
 mod agent;
+mod providers;
 mod replay;
 mod stats;

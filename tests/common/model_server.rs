@@ -1,7 +1,11 @@
-//! A model for the agent tests: a real HTTP server on 127.0.0.1 that answers chat-completions
-//! requests with scripted replies, in order, and keeps every request it is sent, byte for byte. And
-//! a check, written by hand from OpenAI's published API schema (`CreateChatCompletionRequest`), that
-//! a request body has the shape that schema gives it.
+//! A model for the agent tests: a real HTTP server on 127.0.0.1 that answers requests with scripted
+//! replies, in order, and keeps every request it is sent, byte for byte. Replies come whole or as
+//! server-sent events (written to the socket a few bytes at a time), in the shapes of the three APIs
+//! toolhost speaks: chat completions, Anthropic's Messages, OpenAI's Responses. And checks that a
+//! request body has the shape the provider's published schema gives it: written by hand from
+//! OpenAI's API schema for chat completions (`CreateChatCompletionRequest`) and Responses
+//! (`CreateResponse`), and by a JSON Schema validator against the schema derived from Anthropic's
+//! SDK (`tests/fixtures/anthropic/`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -17,6 +21,9 @@ pub struct Scripted {
     status: u16,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
+    content_type: &'static str,
+    /// Written in pieces of this many bytes, each flushed (a stream arriving bit by bit).
+    piece: Option<usize>,
 }
 
 impl Scripted {
@@ -52,7 +59,19 @@ impl Scripted {
 
     /// Any status with a body of any bytes, UTF-8 or not.
     pub fn bytes(status: u16, body: &[u8]) -> Scripted {
-        Scripted { status, headers: Vec::new(), body: body.to_vec() }
+        Scripted { status, headers: Vec::new(), body: body.to_vec(), content_type: "application/json", piece: None }
+    }
+
+    /// A 200 of server-sent events `(name, data)`, written a few bytes at a time.
+    pub fn events(events: &[(Option<&str>, String)]) -> Scripted {
+        let mut body = String::from(": a comment, as keep-alive pings are\n\n");
+        for (name, data) in events {
+            if let Some(name) = name {
+                body.push_str(&format!("event: {name}\n"));
+            }
+            body.push_str(&format!("data: {data}\n\n"));
+        }
+        Scripted { content_type: "text/event-stream", piece: Some(7), ..Scripted::raw(200, &body) }
     }
 
     /// Adds a response header.
@@ -162,8 +181,9 @@ fn read_request(stream: &mut TcpStream) -> Option<Received> {
 
 fn write_answer(stream: &mut TcpStream, answer: &Scripted) -> std::io::Result<()> {
     let mut head = format!(
-        "HTTP/1.1 {} Scripted\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "HTTP/1.1 {} Scripted\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
         answer.status,
+        answer.content_type,
         answer.body.len()
     );
     for (name, value) in &answer.headers {
@@ -171,7 +191,15 @@ fn write_answer(stream: &mut TcpStream, answer: &Scripted) -> std::io::Result<()
     }
     head.push_str("\r\n");
     stream.write_all(head.as_bytes())?;
-    stream.write_all(&answer.body)?;
+    match answer.piece {
+        None => stream.write_all(&answer.body)?,
+        Some(n) => {
+            for piece in answer.body.chunks(n) {
+                stream.write_all(piece)?;
+                stream.flush()?;
+            }
+        }
+    }
     stream.flush()
 }
 
@@ -311,5 +339,438 @@ fn check_tool(tool: &Value) -> Result<(), String> {
     match function.get("strict") {
         None | Some(Value::Null | Value::Bool(_)) => Ok(()),
         Some(_) => Err("strict must be a boolean".into()),
+    }
+}
+
+/// Server-sent events: `(event name, data)`.
+pub type Events = Vec<(Option<&'static str>, String)>;
+
+/// A scripted reply in each API's shape: its text, its calls `(id, name, arguments as JSON text)`,
+/// why it stopped (the API's own word) and its usage `(input, output, cached)`; served whole or
+/// streamed, the same reply.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub text: Option<String>,
+    pub calls: Vec<(String, String, String)>,
+    pub stop: Option<String>,
+    pub usage: Option<(u64, u64, u64)>,
+    /// How many characters each streamed fragment of text or arguments has.
+    pub split: usize,
+}
+
+impl Reply {
+    pub fn text(text: &str) -> Reply {
+        Reply { text: Some(text.into()), calls: Vec::new(), stop: None, usage: None, split: 3 }
+    }
+
+    pub fn calls(calls: &[(&str, &str, &str)]) -> Reply {
+        let calls = calls.iter().map(|(i, n, a)| (i.to_string(), n.to_string(), a.to_string())).collect();
+        Reply { text: None, calls, stop: None, usage: None, split: 3 }
+    }
+
+    pub fn with_text(mut self, text: &str) -> Reply {
+        self.text = Some(text.into());
+        self
+    }
+
+    pub fn stop(mut self, stop: &str) -> Reply {
+        self.stop = Some(stop.into());
+        self
+    }
+
+    pub fn usage(mut self, input: u64, output: u64, cached: u64) -> Reply {
+        self.usage = Some((input, output, cached));
+        self
+    }
+
+    fn pieces(&self, text: &str) -> Vec<String> {
+        let chars: Vec<char> = text.chars().collect();
+        chars.chunks(self.split.max(1)).map(|c| c.iter().collect()).collect()
+    }
+
+    // --- chat completions ---
+
+    pub fn chat(&self) -> Scripted {
+        let calls: Vec<Value> = self
+            .calls
+            .iter()
+            .map(
+                |(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}),
+            )
+            .collect();
+        let mut message = json!({"role": "assistant", "content": self.text});
+        if !calls.is_empty() {
+            message["tool_calls"] = Value::Array(calls);
+        }
+        let stop =
+            self.stop.clone().unwrap_or_else(|| if self.calls.is_empty() { "stop" } else { "tool_calls" }.into());
+        let mut body = json!({"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": "test-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": stop, "logprobs": null}]});
+        if let Some((input, output, cached)) = self.usage {
+            body["usage"] = json!({"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output,
+                "prompt_tokens_details": {"cached_tokens": cached}});
+        }
+        Scripted::raw(200, &body.to_string())
+    }
+
+    pub fn chat_events(&self) -> Events {
+        let chunk = |delta: Value, finish: Value| {
+            (
+                None,
+                json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": "test-model",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+                .to_string(),
+            )
+        };
+        let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+        if let Some(text) = &self.text {
+            events.extend(self.pieces(text).into_iter().map(|p| chunk(json!({"content": p}), Value::Null)));
+        }
+        for (i, (id, name, args)) in self.calls.iter().enumerate() {
+            events.push(chunk(
+                json!({"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}),
+                Value::Null,
+            ));
+            for piece in self.pieces(args) {
+                events
+                    .push(chunk(json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}), Value::Null));
+            }
+        }
+        let stop =
+            self.stop.clone().unwrap_or_else(|| if self.calls.is_empty() { "stop" } else { "tool_calls" }.into());
+        events.push(chunk(json!({}), json!(stop)));
+        if let Some((input, output, cached)) = self.usage {
+            events.push((
+                None,
+                json!({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
+                "model": "test-model", "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output,
+                "total_tokens": input + output, "prompt_tokens_details": {"cached_tokens": cached}}})
+                .to_string(),
+            ));
+        }
+        events.push((None, "[DONE]".into()));
+        events
+    }
+
+    // --- Anthropic Messages ---
+
+    fn anthropic_usage(&self) -> Value {
+        let (input, output, cached) = self.usage.unwrap_or((0, 0, 0));
+        // Anthropic counts cached tokens apart from input_tokens.
+        json!({"input_tokens": input - cached, "cache_creation_input_tokens": 0, "cache_read_input_tokens": cached,
+            "output_tokens": output})
+    }
+
+    fn anthropic_stop(&self) -> String {
+        self.stop.clone().unwrap_or_else(|| if self.calls.is_empty() { "end_turn" } else { "tool_use" }.into())
+    }
+
+    pub fn anthropic(&self) -> Scripted {
+        let mut content = Vec::new();
+        if let Some(text) = &self.text {
+            content.push(json!({"type": "text", "text": text}));
+        }
+        for (id, name, args) in &self.calls {
+            let input: Value = serde_json::from_str(args).expect("scripted arguments are JSON");
+            content.push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
+        }
+        let body = json!({"id": "msg_test", "type": "message", "role": "assistant", "model": "test-model",
+            "content": content, "stop_reason": self.anthropic_stop(), "stop_sequence": null, "usage": self.anthropic_usage()});
+        Scripted::raw(200, &body.to_string())
+    }
+
+    pub fn anthropic_events(&self) -> Events {
+        let mut usage = self.anthropic_usage();
+        let output = usage["output_tokens"].clone();
+        usage["output_tokens"] = json!(1);
+        let mut events = vec![(
+            Some("message_start"),
+            json!({"type": "message_start", "message": {"id": "msg_test",
+            "type": "message", "role": "assistant", "model": "test-model", "content": [], "stop_reason": null,
+            "usage": usage}})
+            .to_string(),
+        )];
+        events.push((Some("ping"), json!({"type": "ping"}).to_string()));
+        let mut index = 0;
+        if let Some(text) = &self.text {
+            events.push((
+                Some("content_block_start"),
+                json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "text", "text": ""}})
+                .to_string(),
+            ));
+            for piece in self.pieces(text) {
+                events.push((
+                    Some("content_block_delta"),
+                    json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "text_delta", "text": piece}})
+                    .to_string(),
+                ));
+            }
+            events
+                .push((Some("content_block_stop"), json!({"type": "content_block_stop", "index": index}).to_string()));
+            index += 1;
+        }
+        for (id, name, args) in &self.calls {
+            events.push((
+                Some("content_block_start"),
+                json!({"type": "content_block_start", "index": index,
+                "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})
+                .to_string(),
+            ));
+            events.push((
+                Some("content_block_delta"),
+                json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": ""}})
+                .to_string(),
+            ));
+            for piece in self.pieces(args) {
+                events.push((
+                    Some("content_block_delta"),
+                    json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": piece}})
+                    .to_string(),
+                ));
+            }
+            events
+                .push((Some("content_block_stop"), json!({"type": "content_block_stop", "index": index}).to_string()));
+            index += 1;
+        }
+        events.push((
+            Some("message_delta"),
+            json!({"type": "message_delta", "delta": {"stop_reason": self.anthropic_stop(),
+            "stop_sequence": null}, "usage": {"output_tokens": output}})
+            .to_string(),
+        ));
+        events.push((Some("message_stop"), json!({"type": "message_stop"}).to_string()));
+        events
+    }
+
+    // --- OpenAI Responses ---
+
+    fn responses_output(&self) -> Vec<Value> {
+        let mut output = Vec::new();
+        if let Some(text) = &self.text {
+            output.push(json!({"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]}));
+        }
+        for (i, (id, name, args)) in self.calls.iter().enumerate() {
+            output.push(json!({"type": "function_call", "id": format!("fc_{i}"), "call_id": id, "name": name,
+                "arguments": args, "status": "completed"}));
+        }
+        output
+    }
+
+    fn response(&self) -> Value {
+        let (status, incomplete) = match self.stop.as_deref() {
+            Some(reason) => ("incomplete", json!({"reason": reason})),
+            None => ("completed", Value::Null),
+        };
+        let mut response = json!({"id": "resp_test", "object": "response", "status": status, "error": null,
+            "incomplete_details": incomplete, "model": "test-model", "output": self.responses_output()});
+        if let Some((input, output, cached)) = self.usage {
+            response["usage"] = json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": cached},
+                "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": input + output});
+        }
+        response
+    }
+
+    pub fn responses(&self) -> Scripted {
+        Scripted::raw(200, &self.response().to_string())
+    }
+
+    pub fn responses_events(&self) -> Events {
+        let event = |name: &'static str, mut data: Value| {
+            data["type"] = json!(name);
+            (Some(name), data.to_string())
+        };
+        let mut events = vec![event(
+            "response.created",
+            json!({"response": {"id": "resp_test", "status": "in_progress", "output": []}}),
+        )];
+        for (index, item) in self.responses_output().into_iter().enumerate() {
+            if item["type"] == "message" {
+                let text = item["content"][0]["text"].as_str().unwrap_or_default().to_string();
+                events.push(event("response.output_item.added", json!({"output_index": index,
+                    "item": {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []}})));
+                for piece in self.pieces(&text) {
+                    events.push(event(
+                        "response.output_text.delta",
+                        json!({"item_id": "msg_1", "output_index": index,
+                        "content_index": 0, "delta": piece}),
+                    ));
+                }
+                events.push(event(
+                    "response.output_text.done",
+                    json!({"item_id": "msg_1", "output_index": index, "text": text}),
+                ));
+            } else {
+                let args = item["arguments"].as_str().unwrap_or_default().to_string();
+                let mut added = item.clone();
+                added["arguments"] = json!("");
+                added["status"] = json!("in_progress");
+                events.push(event("response.output_item.added", json!({"output_index": index, "item": added})));
+                for piece in self.pieces(&args) {
+                    events.push(event(
+                        "response.function_call_arguments.delta",
+                        json!({"item_id": item["id"],
+                        "output_index": index, "delta": piece}),
+                    ));
+                }
+                events.push(event(
+                    "response.function_call_arguments.done",
+                    json!({"item_id": item["id"],
+                    "output_index": index, "arguments": args}),
+                ));
+            }
+            events.push(event("response.output_item.done", json!({"output_index": index, "item": item})));
+        }
+        let terminal = if self.stop.is_some() { "response.incomplete" } else { "response.completed" };
+        events.push(event(terminal, json!({"response": self.response()})));
+        events
+    }
+}
+
+/// The Anthropic request schema (`tests/fixtures/anthropic/`), compiled once per check.
+fn anthropic_schema() -> (boon::Schemas, boon::SchemaIndex) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/anthropic/messages-request-2023-06-01.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("the fixture")).expect("JSON");
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler.add_resource("file:///anthropic-messages-request.json", schema).expect("the schema loads");
+    let index = compiler.compile("file:///anthropic-messages-request.json", &mut schemas).expect("the schema compiles");
+    (schemas, index)
+}
+
+/// Panics, saying why, unless `body` is valid against the JSON Schema derived from Anthropic's SDK
+/// types for the `anthropic-version` toolhost sends, and meets what the SDK types do not say: tool
+/// names `^[a-zA-Z0-9_-]{1,128}$`, property names `^[a-zA-Z0-9_.-]{1,64}$`, an integer `max_tokens`.
+pub fn assert_conforms_anthropic(body: &Value) {
+    let (schemas, index) = anthropic_schema();
+    if let Err(e) = schemas.validate(body, index) {
+        panic!("the request does not fit Anthropic's schema: {e:#}\n{body:#}");
+    }
+    assert!(body["max_tokens"].is_u64(), "max_tokens must be an integer");
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        let name = tool["name"].as_str().unwrap_or_default();
+        let legal =
+            (1..=128).contains(&name.len()) && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        assert!(legal, "tool name {name:?} is not ^[a-zA-Z0-9_-]{{1,128}}$");
+        for key in tool["input_schema"]["properties"].as_object().into_iter().flatten().map(|(k, _)| k) {
+            let legal =
+                (1..=64).contains(&key.len()) && key.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+            assert!(legal, "property {key:?} of {name} is not ^[a-zA-Z0-9_.-]{{1,64}}$");
+        }
+    }
+}
+
+/// Every top-level key `CreateResponse` has (OpenAI's API schema, version 2.3.0).
+const RESPONSES_KEYS: &[&str] = &[
+    "background",
+    "context_management",
+    "conversation",
+    "include",
+    "input",
+    "instructions",
+    "max_output_tokens",
+    "max_tool_calls",
+    "metadata",
+    "model",
+    "moderation",
+    "parallel_tool_calls",
+    "previous_response_id",
+    "prompt",
+    "prompt_cache_key",
+    "prompt_cache_options",
+    "prompt_cache_retention",
+    "reasoning",
+    "safety_identifier",
+    "service_tier",
+    "store",
+    "stream",
+    "stream_options",
+    "temperature",
+    "text",
+    "tool_choice",
+    "tools",
+    "top_logprobs",
+    "top_p",
+    "truncation",
+    "user",
+];
+
+/// Panics, saying where, unless `body` fits OpenAI's `CreateResponse` in the parts toolhost sends:
+/// no top-level key the schema does not have; `input` items each an `EasyInputMessage` (`role`,
+/// `content` a string), a `FunctionToolCall` (`type`, `call_id`, `name`, `arguments` a string) or a
+/// `FunctionCallOutputItemParam` (`type`, `call_id`, `output` a string), every output answering a
+/// call made before it; tools flat `FunctionTool`s with `type`, `name`, `parameters` and `strict`.
+pub fn assert_conforms_responses(body: &Value) {
+    let object = body.as_object().expect("the body is an object");
+    for key in object.keys() {
+        assert!(RESPONSES_KEYS.contains(&key.as_str()), "top-level key {key:?} is not in CreateResponse");
+    }
+    assert!(body["model"].is_string(), "model must be a string");
+    let mut calls: Vec<&str> = Vec::new();
+    for (i, item) in body["input"].as_array().expect("input is an array").iter().enumerate() {
+        let mut check = || -> Result<(), String> {
+            match item.get("type").and_then(Value::as_str) {
+                None | Some("message") => {
+                    only_keys(item, &["role", "content", "phase", "type"])?;
+                    let role = item["role"].as_str().ok_or("role must be a string")?;
+                    if !["user", "assistant", "system", "developer"].contains(&role) {
+                        return Err(format!("role {role:?} is not one the schema has"));
+                    }
+                    string_at(item, "content")
+                }
+                Some("function_call") => {
+                    only_keys(item, &["id", "type", "call_id", "caller", "namespace", "name", "arguments", "status"])?;
+                    string_at(item, "call_id")?;
+                    string_at(item, "name")?;
+                    string_at(item, "arguments")?;
+                    calls.push(item["call_id"].as_str().unwrap_or_default());
+                    Ok(())
+                }
+                Some("function_call_output") => {
+                    only_keys(item, &["id", "call_id", "type", "output", "name", "namespace", "caller", "status"])?;
+                    string_at(item, "output")?;
+                    let id = item["call_id"].as_str().ok_or("call_id must be a string")?;
+                    if !calls.contains(&id) {
+                        return Err(format!("no function_call before it has call_id {id:?}"));
+                    }
+                    Ok(())
+                }
+                Some(other) => Err(format!("toolhost sends no {other:?} items")),
+            }
+        };
+        check().unwrap_or_else(|e| panic!("input[{i}]: {e}: {item}"));
+    }
+    for (i, tool) in body["tools"].as_array().into_iter().flatten().enumerate() {
+        let check = || -> Result<(), String> {
+            only_keys(
+                tool,
+                &[
+                    "type",
+                    "name",
+                    "description",
+                    "parameters",
+                    "output_schema",
+                    "strict",
+                    "defer_loading",
+                    "allowed_callers",
+                ],
+            )?;
+            if tool["type"] != "function" {
+                return Err("type must be \"function\"".into());
+            }
+            string_at(tool, "name")?;
+            if !(tool["parameters"].is_object() || tool["parameters"].is_null()) || tool.get("parameters").is_none() {
+                return Err("parameters is required, an object or null".into());
+            }
+            if !tool.get("strict").is_some_and(|s| s.is_boolean() || s.is_null()) {
+                return Err("strict is required, a boolean".into());
+            }
+            Ok(())
+        };
+        check().unwrap_or_else(|e| panic!("tools[{i}]: {e}: {tool}"));
     }
 }
