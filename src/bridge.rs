@@ -25,7 +25,7 @@ use crate::context::ToolCtx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::guard::Guard;
 use crate::param::{Param, ParamType, Signature, Skipped};
-use crate::registry::{Handler, Primitive, Registry};
+use crate::registry::{Handler, Primitive, Registry, ToolOutput};
 use crate::tools::VALUE_PROCEDURES;
 use crate::value;
 
@@ -169,7 +169,7 @@ fn value_procedure(
 /// Binds a Rust tool as a global Scheme procedure: checks the arguments against the signature,
 /// passes the guard, runs the handler.
 pub(crate) fn bind_rust_tool(engine: &mut Engine, shared: &Arc<Shared>, tool: Arc<Primitive>) {
-    if !matches!(tool.handler, Handler::Rust(_)) {
+    if !tool.is_rust() {
         return;
     }
     let shared = Arc::clone(shared);
@@ -178,7 +178,7 @@ pub(crate) fn bind_rust_tool(engine: &mut Engine, shared: &Arc<Shared>, tool: Ar
         let run = || -> Result<SteelVal> {
             let values = args::args_from_scheme(tool.signature(), given)?;
             shared.guard.check(&shared.ctx, &tool, &values)?;
-            invoke_rust(&shared, &tool, &values)
+            invoke_rust(&shared, &tool, &values).map(|output| output.value)
         };
         run().map_err(|e| shared.raise(e))
     };
@@ -187,11 +187,12 @@ pub(crate) fn bind_rust_tool(engine: &mut Engine, shared: &Arc<Shared>, tool: Ar
 
 /// Runs a Rust tool's handler on checked, guarded arguments. A panic in a handler becomes a
 /// `tool_failed` error: no input may take the host down.
-pub(crate) fn invoke_rust(shared: &Shared, tool: &Primitive, values: &[SteelVal]) -> Result<SteelVal> {
-    let Handler::Rust(handler) = &tool.handler else {
-        return Err(Error::tool_failed(format!("{} is not a Rust tool", tool.name())));
-    };
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&shared.ctx, values)));
+pub(crate) fn invoke_rust(shared: &Shared, tool: &Primitive, values: &[SteelVal]) -> Result<ToolOutput> {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &tool.handler {
+        Handler::Rust(handler) => handler(&shared.ctx, values).map(ToolOutput::from),
+        Handler::RustOutput(handler) => handler(&shared.ctx, values),
+        Handler::Scheme => Err(Error::tool_failed(format!("{} is not a Rust tool", tool.name()))),
+    }));
     match outcome {
         Ok(result) => result.map_err(|e| e.in_tool(tool.name())),
         Err(_) => Err(Error::tool_failed(format!("{}: the tool failed unexpectedly (a bug in toolhost)", tool.name()))
@@ -214,12 +215,13 @@ fn list(v: &SteelVal) -> Option<Vec<SteelVal>> {
     }
 }
 
-/// `(%register-tool name description params proc)`: registers a Scheme tool and returns its name.
+/// `(%register-tool name description params proc output)`: registers a Scheme tool and returns its
+/// name. `output` is the declared shape of its result, `#f` for none.
 fn register_tool(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
     let invalid = |m: String| Error::new(ErrorKind::InvalidDefinition, format!("register-tool: {m}"));
-    let [name, description, params, proc] = a else {
+    let [name, description, params, proc, output] = a else {
         return Err(invalid(format!(
-            "expected 4 arguments (register-tool name description params procedure), got {}",
+            "expected 4 or 5 arguments (register-tool name description params procedure [output-shape]), got {}",
             a.len()
         )));
     };
@@ -239,7 +241,15 @@ fn register_tool(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
     }
     shared.check_free(name).map_err(|e| invalid(e.message().to_string()).with_tool(name))?;
     let signature = parse_params(name, params)?;
-    let primitive = Primitive::new(signature, description.as_str(), Handler::Scheme);
+    let mut primitive = Primitive::new(signature, description.as_str(), Handler::Scheme);
+    if !matches!(output, SteelVal::BoolV(false)) {
+        let shape = value::scheme_to_json(output).map_err(|e| {
+            invalid(format!("\"{name}\": the output shape cannot be read as JSON: {}", e.0)).with_tool(name)
+        })?;
+        let mut spec = (*primitive.spec).clone();
+        spec.output_schema = Some(crate::spec::output_schema(name, &shape)?);
+        primitive.spec = Arc::new(spec);
+    }
     shared.registry_mut()?.register(primitive).map_err(|e| invalid(e.message().to_string()).with_tool(name))?;
     if let Ok(mut pending) = shared.pending.lock() {
         pending.push(name.to_string());

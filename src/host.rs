@@ -654,8 +654,8 @@ impl Host {
     fn run_call_parts(&mut self, tool: &str, arguments: &str, options: CallOptions) -> CallRecord {
         let shared = Arc::clone(&self.shared);
         let record = call::run_parts(&shared, tool, arguments, options, &mut |tool, values| match &tool.handler {
-            Handler::Rust(_) => bridge::invoke_rust(&shared, tool, &values),
-            Handler::Scheme => self.call_scheme_tool(tool, values),
+            Handler::Rust(_) | Handler::RustOutput(_) => bridge::invoke_rust(&shared, tool, &values),
+            Handler::Scheme => self.call_scheme_tool(tool, values).map(Into::into),
         });
         self.consume_interrupt();
         record
@@ -967,7 +967,9 @@ impl Host {
             }
             if let Some(tool) = self.shared.tool(name) {
                 match tool.handler {
-                    Handler::Rust(_) => bridge::bind_rust_tool(&mut self.engine, &self.shared, tool),
+                    Handler::Rust(_) | Handler::RustOutput(_) => {
+                        bridge::bind_rust_tool(&mut self.engine, &self.shared, tool)
+                    }
                     Handler::Scheme => self.bind_tool_name(name),
                 }
                 continue;

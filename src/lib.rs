@@ -147,7 +147,7 @@ pub use guard::{Decision, Guard};
 pub use handle::HostHandle;
 pub use host::{Host, HostBuilder, Interrupter, Origin, ReloadReport, RustToolHost};
 pub use param::{Param, ParamType, Signature, Skipped};
-pub use registry::{Handler, Primitive, Registry};
+pub use registry::{Handler, Primitive, Registry, ToolOutput};
 pub use sandbox::Sandbox;
 pub use spec::{Annotations, SpecSet, ToolSpec};
 pub use tool_source::{SourceTools, ToolSource};

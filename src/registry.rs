@@ -18,6 +18,26 @@ pub use crate::spec::Annotations;
 /// signature) and returns the tool's result.
 pub type RustHandler = Arc<dyn Fn(&ToolCtx, &[SteelVal]) -> Result<SteelVal> + Send + Sync>;
 
+/// What a tool gives back when its result has two faces: the value Scheme code receives, and the
+/// text a model is shown instead of that value's JSON (an MCP tool whose answer carries structured
+/// content beside its text).
+#[derive(Debug, Clone)]
+pub struct ToolOutput {
+    /// What Scheme code receives, and what the call record keeps as the result.
+    pub value: SteelVal,
+    /// What a model reads, when it is not the value's own JSON text.
+    pub text: Option<String>,
+}
+
+impl From<SteelVal> for ToolOutput {
+    fn from(value: SteelVal) -> Self {
+        ToolOutput { value, text: None }
+    }
+}
+
+/// A Rust handler whose result may carry a text for models beside its value (see [`ToolOutput`]).
+pub type OutputHandler = Arc<dyn Fn(&ToolCtx, &[SteelVal]) -> Result<ToolOutput> + Send + Sync>;
+
 /// A confirmation preview: what a person is shown before the call runs (a diff, a command line).
 pub type Preview = Arc<dyn Fn(&ToolCtx, &[SteelVal]) -> Result<String> + Send + Sync>;
 
@@ -26,6 +46,8 @@ pub type Preview = Arc<dyn Fn(&ToolCtx, &[SteelVal]) -> Result<String> + Send + 
 pub enum Handler {
     /// A Rust function.
     Rust(RustHandler),
+    /// A Rust function whose result may have a text for models of its own (an MCP tool).
+    RustOutput(OutputHandler),
     /// A Scheme procedure registered with `register-tool`; it lives in the host's engine, found by
     /// the tool's name.
     Scheme,
@@ -57,6 +79,11 @@ impl Primitive {
     /// The tool's signature.
     pub fn signature(&self) -> &Signature {
         &self.spec.signature
+    }
+
+    /// Whether Rust code does its work (bound in Scheme as a procedure of its own).
+    pub fn is_rust(&self) -> bool {
+        matches!(self.handler, Handler::Rust(_) | Handler::RustOutput(_))
     }
 }
 

@@ -454,6 +454,7 @@ fn refused_record(tool: String, error: Error) -> CallRecord {
         repairs: Vec::new(),
         decision: None,
         result: Err(error),
+        text: None,
         elapsed: Duration::ZERO,
     }
 }
@@ -475,6 +476,7 @@ fn abandoned_record(request: &CallRequest, elapsed: Duration) -> CallRecord {
                 request.tool
             ),
         )),
+        text: None,
         elapsed,
     }
 }

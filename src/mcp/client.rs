@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex as StdMutex, OnceLock};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::ServiceExt;
@@ -37,7 +37,7 @@ use tokio::sync::Mutex;
 use crate::config::{McpServerConfig, McpTransport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mcp::convert;
-use crate::registry::{Handler, Primitive, RustHandler};
+use crate::registry::{Handler, OutputHandler, Primitive, ToolOutput};
 use crate::tool_source::{SourceTools, ToolSource};
 use crate::workspace::Workspace;
 
@@ -211,12 +211,11 @@ fn primitive(server: &Arc<Server>, tool: &rmcp::model::Tool) -> Primitive {
     let spec = Arc::new(convert::spec(&server.config.name, tool));
     let (server, remote) = (Arc::clone(server), tool.name.to_string());
     let signature = spec.signature.clone();
-    let handler: RustHandler = Arc::new(move |_ctx, values: &[SteelVal]| {
+    let handler: OutputHandler = Arc::new(move |_ctx, values: &[SteelVal]| {
         let arguments = convert::arguments(&signature, values)?;
-        let text = server.call_blocking(&remote, arguments)?;
-        Ok(SteelVal::StringV(text.into()))
+        server.call_blocking(&remote, arguments)
     });
-    Primitive { spec, handler: Handler::Rust(handler), preview: None }
+    Primitive { spec, handler: Handler::RustOutput(handler), preview: None }
 }
 
 /// One configured server and its connection, which it restarts after the server stopped.
@@ -449,7 +448,7 @@ impl Server {
     }
 
     /// Sends `tools/call` and waits for the answer, within the time limit.
-    async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<String> {
+    async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<CallToolResult> {
         let (mut peer, mut generation) = self.peer().await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let mut answer = tokio::time::timeout(self.timeout, peer.call_tool(params.clone())).await;
@@ -473,12 +472,12 @@ impl Server {
                 ),
             )),
             Ok(Ok(result)) => {
-                let text = convert::result_text(&result);
                 if result.is_error == Some(true) {
+                    let text = convert::result_text(&result);
                     let text = if text.trim().is_empty() { "the server reported an error and said nothing more" } else { &text };
                     return Err(Error::tool_failed(text.to_string()));
                 }
-                Ok(text)
+                Ok(result)
             }
             Ok(Err(ServiceError::McpError(e))) => {
                 Err(Error::tool_failed(format!("the MCP server \"{}\" refused the call: {}", self.name(), e.message)))
@@ -501,14 +500,17 @@ impl Server {
 
     /// [`Server::call`] from synchronous code: the call runs on the runtime and this thread waits
     /// for it, so it works from any thread, inside another runtime's task or not.
-    fn call_blocking(self: &Arc<Self>, tool: &str, arguments: Map<String, Value>) -> Result<String> {
+    fn call_blocking(self: &Arc<Self>, tool: &str, arguments: Map<String, Value>) -> Result<ToolOutput> {
         let (tx, rx) = mpsc::channel();
         let (server, tool) = (Arc::clone(self), tool.to_string());
         self.runtime.spawn(async move {
             let _ = tx.send(server.call(&tool, arguments).await);
         });
-        rx.recv()
-            .unwrap_or_else(|_| Err(Error::tool_failed(format!("the MCP client of \"{}\" has shut down", self.name()))))
+        let answer = rx.recv().unwrap_or_else(|_| {
+            Err(Error::tool_failed(format!("the MCP client of \"{}\" has shut down", self.name())))
+        });
+        // Scheme values stay on this thread: the result becomes one here.
+        answer.map(|result| convert::result_output(&result))
     }
 
     async fn shut_down(&self) {

@@ -107,8 +107,13 @@ impl ServerHandler for McpServer {
         let handle = self.handle.clone();
         let record = ask_host(move || handle.run_call(call)).await?;
         let content = vec![ContentBlock::text(record.model_text())];
-        Ok(match record.result {
-            Ok(_) => CallToolResult::success(content),
+        Ok(match &record.result {
+            // A value rather than text goes as structured content too, the text beside it.
+            Ok(result) => {
+                let mut answer = CallToolResult::success(content);
+                answer.structured_content = schema::mcp_structured_content(result);
+                answer
+            }
             Err(_) => CallToolResult::error(content),
         }
         .into())

@@ -168,6 +168,31 @@ fn is_error_results_are_tool_failed_with_the_servers_text() {
 }
 
 #[test]
+fn structured_content_reaches_scheme_as_a_value_while_the_model_reads_the_text() {
+    let dir = workspace(&[]);
+    let mut host = host_with(&dir, vec![fixture("normal"), everything_stdio()]);
+    no_load_errors(&host);
+    // A model reads the server's text; the record keeps the value.
+    let record = host.call("fixture.structured", json!({}));
+    assert_eq!(record.model_text(), "2 items, total 3.5");
+    assert_eq!(record.result.as_ref().unwrap(), &json!({"total": 3.5, "items": ["a", "b"]}));
+    // Scheme code gets the structured content as a hash map.
+    assert_eq!(host.eval_to_string(r#"(hash-ref (fixture.structured) "total")"#).unwrap(), "3.5");
+    assert_eq!(host.eval_to_string(r#"(car (hash-ref (fixture.structured) "items"))"#).unwrap(), "a");
+    // The server's own output schema is kept.
+    let spec = &host.tool("fixture.structured").unwrap().spec;
+    assert_eq!(spec.output_schema.as_ref().unwrap()["properties"]["total"], json!({"type": "number"}));
+    // The reference server's structured tool, from Scheme.
+    let conditions = host.eval_to_string(r#"(hash-ref (everything.get-structured-content "Chicago") "conditions")"#);
+    assert!(!conditions.unwrap().is_empty());
+    let humidity =
+        host.eval_to_string(r#"(number? (hash-ref (everything.get-structured-content "Chicago") "humidity"))"#);
+    assert_eq!(humidity.unwrap(), "true");
+    // A tool with text only is text in Scheme too.
+    assert_eq!(host.eval_to_string(r#"(string? (everything.echo "x"))"#).unwrap(), "true");
+}
+
+#[test]
 fn content_other_than_text_is_described_not_dropped() {
     let dir = workspace(&[]);
     let mut host = host_with(&dir, vec![fixture("normal")]);

@@ -147,3 +147,65 @@ fn with_yes_a_confirm_rule_allows_the_call() {
     assert!(!is_error, "{text}");
     assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "written");
 }
+
+/// Scheme tools whose results are values rather than text, some declaring their shape.
+const VALUE_TOOLS: &str = r#"(define-tool (pair) "Two words, as a list." (list "a" "b"))
+(define-tool (point)
+  "A point."
+  (returns (hash "type" "object" "properties" (hash "x" (hash "type" "number")) "required" (list "x")))
+  (hash "x" 1.5 "y" 2))
+(define-tool (answer) "The answer." (returns "integer") 42)
+(define-tool (yes) "Yes." #t)
+(define-tool (liar) "Promises a number, gives text." (returns "number") "not a number")
+(register-tool "counted" "Counts, by register-tool." '() (lambda () (list 1 2 3)) "list")
+"#;
+
+#[test]
+fn values_are_served_as_structured_content_beside_the_text_and_declared_shapes_as_output_schemas() {
+    let dir = workspace(&[("tools/values.scm", VALUE_TOOLS)]);
+    let home = Home::new();
+    std::fs::write(dir.path().join("server.toml"), peers::stdio_entry("fixture", &peers::fixture_server(), &[], None))
+        .unwrap();
+    let tools = dir.path().join("tools").display().to_string();
+    let names = ["pair", "point", "answer", "yes", "liar", "counted", "fixture.structured", "fs-read"];
+    let mut calls: Vec<Value> = names.iter().map(|name| json!({"name": name, "arguments": {}})).collect();
+    calls[7] = json!({"name": "fs-read", "arguments": {"path": "a.txt", "count": 1}});
+    // The SDK client checks every structured result against the tool's outputSchema and throws
+    // (a "thrown" result here) when it does not conform or is missing.
+    let session = session(&home, dir.path(), &["--config", "server.toml", "--tools", &tools], &Value::Array(calls));
+    assert!(session.errors.is_empty(), "{:?}", session.errors);
+    let result = |name: &str| &session.results[names.iter().position(|n| *n == name).unwrap()];
+    let structured = |name: &str| {
+        let (text, is_error) = text_of(result(name));
+        assert!(!is_error, "{name}: {text}");
+        (text, result(name).get("structuredContent").cloned())
+    };
+    assert_eq!(structured("pair"), (r#"["a","b"]"#.to_string(), Some(json!({"result": ["a", "b"]}))));
+    assert_eq!(structured("point").1, Some(json!({"x": 1.5, "y": 2})));
+    assert_eq!(structured("answer"), ("42".to_string(), Some(json!({"result": 42}))));
+    assert_eq!(structured("yes").1, Some(json!({"result": true})));
+    assert_eq!(structured("counted").1, Some(json!({"result": [1, 2, 3]})));
+    // An MCP tool toolhost is a client of: its server's text and structured content, passed on.
+    assert_eq!(
+        structured("fixture.structured"),
+        ("2 items, total 3.5".to_string(), Some(json!({"total": 3.5, "items": ["a", "b"]})))
+    );
+    // Text stays text.
+    assert_eq!(structured("fs-read"), ("1\tline 1\n... 299 more lines; next start 2\n".to_string(), None));
+    // A result that breaks its declared shape is an error result, never nonconforming content.
+    let (text, is_error) = text_of(result("liar"));
+    assert!(is_error, "{text}");
+    assert!(text.contains("liar: its result is a string, not the number its declared output shape promises"), "{text}");
+
+    // The shapes as outputSchema: objects as declared, anything else as an object holding "result".
+    assert_eq!(
+        session.tool("point")["outputSchema"],
+        json!({"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]})
+    );
+    let wrapped = |inner: Value| json!({"type": "object", "properties": {"result": inner}, "required": ["result"]});
+    assert_eq!(session.tool("answer")["outputSchema"], wrapped(json!({"type": "integer"})));
+    assert_eq!(session.tool("counted")["outputSchema"], wrapped(json!({"type": "array"})));
+    assert_eq!(session.tool("fixture.structured")["outputSchema"]["properties"]["total"], json!({"type": "number"}));
+    assert!(session.tool("pair").get("outputSchema").is_none(), "{}", session.tool("pair"));
+    assert!(session.tool("fs-read").get("outputSchema").is_none());
+}
