@@ -36,6 +36,8 @@ pub(crate) struct Shared {
     pub guard: Guard,
     /// Scheme tools registered while a program ran, bound as globals once it ends.
     pub pending: Mutex<Vec<String>>,
+    /// Rust tools a source added while the host ran, bound as procedures before the next program.
+    pub added: Mutex<Vec<String>>,
     /// Names Scheme code already uses (steel's library, the prelude, the value procedures): a tool
     /// bound under one of them would replace `map` or `define-tool` for every script.
     pub scheme_names: HashSet<String>,
@@ -57,6 +59,7 @@ impl Shared {
             ctx,
             guard,
             pending: Mutex::new(Vec::new()),
+            added: Mutex::new(Vec::new()),
             scheme_names,
             raised: Mutex::new(Raised::default()),
         }
@@ -64,6 +67,15 @@ impl Shared {
 
     pub fn tool(&self, name: &str) -> Option<Arc<Primitive>> {
         self.registry.read().ok()?.get(name).cloned()
+    }
+
+    /// The Rust tools added since the last look (see [`Shared::added`]) that are still there.
+    pub fn take_added(&self) -> Vec<Arc<Primitive>> {
+        let names: Vec<String> = match self.added.lock() {
+            Ok(mut added) => added.drain(..).collect(),
+            Err(_) => return Vec::new(),
+        };
+        names.iter().filter_map(|name| self.tool(name)).filter(|tool| tool.is_rust()).collect()
     }
 
     /// Hands an error a tool raised inside Scheme code to Scheme, keeping its kind for the caller.
@@ -167,15 +179,19 @@ fn value_procedure(
 }
 
 /// Binds a Rust tool as a global Scheme procedure: checks the arguments against the signature,
-/// passes the guard, runs the handler.
+/// passes the guard, runs the handler. The tool is looked up by name at each call, so a tool a
+/// source replaced or removed while the host ran (an MCP server's) is called as it is now, or
+/// answers why it is gone.
 pub(crate) fn bind_rust_tool(engine: &mut Engine, shared: &Arc<Shared>, tool: Arc<Primitive>) {
     if !tool.is_rust() {
         return;
     }
     let shared = Arc::clone(shared);
     let name = tool.name().to_string();
+    let bound = name.clone();
     let function = move |given: &[SteelVal]| -> steel::rvals::Result<SteelVal> {
         let run = || -> Result<SteelVal> {
+            let tool = current_tool(&shared, &bound)?;
             let values = args::args_from_scheme(tool.signature(), given)?;
             shared.guard.check(&shared.ctx, &tool, &values)?;
             invoke_rust(&shared, &tool, &values).map(|output| output.value)
@@ -183,6 +199,12 @@ pub(crate) fn bind_rust_tool(engine: &mut Engine, shared: &Arc<Shared>, tool: Ar
         run().map_err(|e| shared.raise(e))
     };
     engine.register_value(&name, SteelVal::anonymous_boxed_function(Arc::new(function)));
+}
+
+/// The tool called `name` as the registry has it now, or why it is not there.
+fn current_tool(shared: &Shared, name: &str) -> Result<Arc<Primitive>> {
+    let registry = shared.registry.read().map_err(|_| Error::tool_failed("the registry lock is poisoned"))?;
+    registry.get(name).cloned().ok_or_else(|| registry.unknown_tool_error(name))
 }
 
 /// Runs a Rust tool's handler on checked, guarded arguments. A panic in a handler becomes a

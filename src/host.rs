@@ -273,6 +273,9 @@ impl HostBuilder {
         };
         let shared = Arc::new(Shared::new(registry.clone(), ctx, guard, scheme_names));
         bridge::install(&mut engine, &shared);
+        for source in &mut self.tool_sources {
+            source.attach(crate::tool_source::LiveTools::new(&shared));
+        }
         crate::scheme_test::install(&mut engine, &shared);
         for tool in registry.iter() {
             shared.check_free(tool.name())?;
@@ -999,6 +1002,11 @@ impl Host {
         if let Some(offset) = scan.too_deep_at {
             let message = format!("brackets nest deeper than {} levels", engine::MAX_SOURCE_DEPTH);
             return Err(failure(ErrorKind::Script, line_of(source, offset), message));
+        }
+        // Tools a source added while the host ran (an MCP server's new tools), bound before the
+        // program that may name them is compiled.
+        for tool in self.shared.take_added() {
+            bridge::bind_rust_tool(&mut self.engine, &self.shared, tool);
         }
         self.prebind(&scan.tool_names);
         self.shared.reset_raised();

@@ -150,7 +150,7 @@ pub use param::{Param, ParamType, Signature, Skipped};
 pub use registry::{Handler, Primitive, Registry, ToolOutput};
 pub use sandbox::Sandbox;
 pub use spec::{Annotations, SpecSet, ToolSpec};
-pub use tool_source::{SourceTools, ToolSource};
+pub use tool_source::{LiveTools, SourceTools, ToolSource};
 pub use typed::Tool;
 pub use workspace::Workspace;
 

@@ -101,6 +101,9 @@ pub struct Registry {
     /// Name prefixes whose tools could not be registered, with why (an MCP server that did not
     /// start): a call naming one is told the reason instead of a bare "no such tool".
     unavailable: Vec<(String, String)>,
+    /// Tools that were registered and are gone, by name, with why (removed by their MCP server): a
+    /// call naming one is told so.
+    removed: HashMap<String, String>,
 }
 
 impl Registry {
@@ -116,6 +119,7 @@ impl Registry {
     /// [`SpecSet::insert`].
     pub fn register(&mut self, primitive: Primitive) -> Result<()> {
         self.specs.insert(Arc::clone(&primitive.spec))?;
+        self.removed.remove(primitive.name());
         self.tools.insert(primitive.name().to_string(), Arc::new(primitive));
         Ok(())
     }
@@ -142,9 +146,28 @@ impl Registry {
         self.unavailable.push((prefix.into(), why.into()));
     }
 
-    /// The `unknown_tool` error for `name`: why, when its prefix was noted unavailable, else a list
-    /// of the tools there are.
+    /// Removes the tool called `name` and records `why` (`removed by the MCP server "docs"`), for
+    /// the `unknown_tool` error of a later call naming it; true when there was one.
+    pub fn remove_noting(&mut self, name: &str, why: impl Into<String>) -> bool {
+        self.removed.insert(name.to_string(), why.into());
+        self.unregister(name)
+    }
+
+    /// The `unknown_tool` error for `name`: why, when it was removed or its prefix was noted
+    /// unavailable, else a list of the tools there are.
     pub fn unknown_tool_error(&self, name: &str) -> Error {
+        let removed = self
+            .removed
+            .iter()
+            .find(|(gone, _)| gone.as_str() == name || provider_name(gone).is_some_and(|mapped| mapped == name));
+        if let Some((gone, why)) = removed {
+            let shown = crate::value::clip(name.to_string());
+            return Error::new(
+                ErrorKind::UnknownTool,
+                format!("there is no tool called \"{shown}\" any more: {gone} was {why}"),
+            )
+            .with_tool(shown);
+        }
         let noted = self.unavailable.iter().find(|(prefix, _)| {
             name.starts_with(prefix.as_str())
                 || provider_name(prefix).is_some_and(|mapped| name.starts_with(mapped.as_str()))

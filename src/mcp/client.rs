@@ -25,8 +25,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex as StdMutex, OnceLock};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool,
+};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::ServiceExt;
 use serde_json::{Map, Value};
@@ -38,7 +40,7 @@ use crate::config::{McpServerConfig, McpTransport};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mcp::convert;
 use crate::registry::{Handler, OutputHandler, Primitive, ToolOutput};
-use crate::tool_source::{SourceTools, ToolSource};
+use crate::tool_source::{LiveTools, SourceTools, ToolSource};
 use crate::workspace::Workspace;
 
 /// How long one call (and starting a server) may take when the config sets no `timeout_s`.
@@ -57,7 +59,28 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How long a server that stopped gets for its last lines on standard error to arrive.
 const STDERR_GRACE: Duration = Duration::from_secs(2);
 
-type Service = RunningService<RoleClient, ClientConfig>;
+/// How long the client waits after a `notifications/tools/list_changed` for more before it lists
+/// again: a server that changes several tools at once is listed once.
+const LIST_CHANGED_SETTLE: Duration = Duration::from_millis(50);
+
+type Service = RunningService<RoleClient, ServerEvents>;
+
+/// The client side of one connection: says who toolhost is, and passes the server's
+/// `notifications/tools/list_changed` on to the task that lists its tools again.
+struct ServerEvents {
+    info: ClientConfig,
+    list_changed: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+impl rmcp::ClientHandler for ServerEvents {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.list_changed.send(());
+    }
+}
 
 /// The MCP servers of a host: a [`ToolSource`] that starts them together, gives their tools as
 /// primitives and their failures as load errors. Dropping it shuts the servers down.
@@ -150,6 +173,7 @@ impl ToolSource for McpClients {
                     for tool in &tools {
                         given.tools.push(primitive(&server, tool));
                     }
+                    server.listed_at_start(tools);
                     started.push(server);
                 }
                 Err(why) => fail(&mut given, &server.config, why),
@@ -158,6 +182,13 @@ impl ToolSource for McpClients {
         let _ = self.servers.set(started);
         self.runtime = Some(runtime);
         given
+    }
+
+    /// Keeps the registry of the host, so a server's changed tool list changes it.
+    fn attach(&mut self, live: LiveTools) {
+        for server in self.servers.get().into_iter().flatten() {
+            server.attach(live.clone());
+        }
     }
 }
 
@@ -230,6 +261,18 @@ struct Server {
     connection: Mutex<Connection>,
     /// The server's last lines on standard error.
     stderr_tail: Arc<StdMutex<VecDeque<String>>>,
+    /// The host's registry, once the host is built.
+    live: OnceLock<LiveTools>,
+    /// The server's tools: those the registry has and the server's latest list.
+    tools: StdMutex<Listed>,
+}
+
+/// A server's tools as the registry has them and as the server last listed them; they differ
+/// only until the registry is attached.
+#[derive(Default)]
+struct Listed {
+    registered: Vec<Tool>,
+    latest: Vec<Tool>,
 }
 
 #[derive(Default)]
@@ -271,7 +314,62 @@ impl Server {
             runtime,
             connection: Mutex::new(Connection::default()),
             stderr_tail: Arc::new(StdMutex::new(VecDeque::new())),
+            live: OnceLock::new(),
+            tools: StdMutex::new(Listed::default()),
         }
+    }
+
+    /// Records the tools given to the host at start-up as registered.
+    fn listed_at_start(&self, tools: Vec<Tool>) {
+        if let Ok(mut listed) = self.tools.lock() {
+            listed.registered = tools.clone();
+            listed.latest = tools;
+        }
+    }
+
+    fn attach(self: &Arc<Self>, live: LiveTools) {
+        let _ = self.live.set(live);
+        if let Ok(mut listed) = self.tools.lock() {
+            self.reconcile(&mut listed);
+        }
+    }
+
+    /// Takes `tools` as the server's list now and brings the registry in line with it.
+    fn relisted(self: &Arc<Self>, tools: Vec<Tool>) {
+        if let Ok(mut listed) = self.tools.lock() {
+            listed.latest = tools;
+            self.reconcile(&mut listed);
+        }
+    }
+
+    /// Makes the registry hold the server's latest tools: new ones are added, changed ones
+    /// replaced, and those the server no longer lists removed (a call of one is told the server
+    /// removed it). Nothing happens before the registry is attached.
+    fn reconcile(self: &Arc<Self>, listed: &mut Listed) {
+        let Some(live) = self.live.get() else { return };
+        let name = self.name().to_string();
+        let mut registered = Vec::new();
+        for old in &listed.registered {
+            if !listed.latest.iter().any(|tool| tool.name == old.name) {
+                live.remove(&convert::tool_name(&name, &old.name), &format!("removed by the MCP server \"{name}\""));
+            }
+        }
+        for tool in &listed.latest {
+            let before = listed.registered.iter().find(|old| old.name == tool.name);
+            if before == Some(tool) {
+                registered.push(tool.clone());
+                continue;
+            }
+            match live.add(primitive(self, tool), before.is_some()) {
+                Ok(()) => registered.push(tool.clone()),
+                Err(e) => eprintln!(
+                    "toolhost: the tool {} of mcp server \"{name}\" is not registered: {}",
+                    convert::tool_name(&name, &tool.name),
+                    e.message()
+                ),
+            }
+        }
+        listed.registered = registered;
     }
 
     fn name(&self) -> &str {
@@ -279,7 +377,7 @@ impl Server {
     }
 
     /// Connects and lists the tools, within the time limit.
-    async fn start(&self) -> std::result::Result<Vec<rmcp::model::Tool>, String> {
+    async fn start(self: &Arc<Self>) -> std::result::Result<Vec<rmcp::model::Tool>, String> {
         let started = tokio::time::timeout(self.start_time, async {
             let live = self.connect().await?;
             let tools = live.service.peer().list_all_tools().await;
@@ -314,15 +412,56 @@ impl Server {
     }
 
     /// Opens a connection: starts the child or reaches the URL, and runs MCP's initialization.
-    async fn connect(&self) -> std::result::Result<Live, String> {
+    /// While it is open, the server's `notifications/tools/list_changed` make the client list its
+    /// tools again.
+    async fn connect(self: &Arc<Self>) -> std::result::Result<Live, String> {
         // Lines a previous process wrote explain nothing about this one.
         if let Ok(mut tail) = self.stderr_tail.lock() {
             tail.clear();
         }
-        let client = ClientConfig::new(
+        let (list_changed, changes) = tokio::sync::mpsc::unbounded_channel();
+        let info = ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
-        );
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25);
+        let client = ServerEvents { info, list_changed };
+        let live = self.open(client).await?;
+        self.follow_list_changes(live.service.peer().clone(), changes);
+        Ok(live)
+    }
+
+    /// Lists the tools again after each `notifications/tools/list_changed` the connection brings,
+    /// until it closes.
+    fn follow_list_changes(
+        self: &Arc<Self>,
+        peer: Peer<RoleClient>,
+        mut changes: tokio::sync::mpsc::UnboundedReceiver<()>,
+    ) {
+        let server = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while changes.recv().await.is_some() {
+                tokio::time::sleep(LIST_CHANGED_SETTLE).await;
+                while changes.try_recv().is_ok() {}
+                let Some(server) = server.upgrade() else { break };
+                match tokio::time::timeout(server.timeout, peer.list_all_tools()).await {
+                    Ok(Ok(tools)) => server.relisted(tools),
+                    Ok(Err(e)) => eprintln!(
+                        "toolhost: mcp server \"{}\" said its tools changed, but listing them failed: {e}",
+                        server.name()
+                    ),
+                    Err(_) => eprintln!(
+                        "toolhost: mcp server \"{}\" said its tools changed, but did not list them within {} s",
+                        server.name(),
+                        server.timeout.as_secs_f64()
+                    ),
+                }
+            }
+        });
+    }
+
+    /// Starts the child or reaches the URL, and runs MCP's initialization with `client`.
+    async fn open(&self, client: ServerEvents) -> std::result::Result<Live, String> {
         match &self.config.transport {
             McpTransport::Stdio { command, args, env } => {
                 let mut cmd = tokio::process::Command::new(command);
@@ -401,7 +540,7 @@ impl Server {
     }
 
     /// The peer of a live connection, starting the server again when it has stopped.
-    async fn peer(&self) -> Result<(Peer<RoleClient>, u64)> {
+    async fn peer(self: &Arc<Self>) -> Result<(Peer<RoleClient>, u64)> {
         let mut connection = self.connection.lock().await;
         if let Some(live) = connection.live.take() {
             if live.is_open() {
@@ -416,9 +555,21 @@ impl Server {
                 self.explain(&format!("mcp server \"{}\" stopped; starting it again", self.name()))
             );
         }
-        let restarted = tokio::time::timeout(self.start_time, self.connect()).await;
+        // Every start lists the tools again: they may have changed while it was not running.
+        let restarted = tokio::time::timeout(self.start_time, async {
+            let live = self.connect().await?;
+            match live.service.peer().list_all_tools().await {
+                Ok(tools) => Ok((live, tools)),
+                Err(e) => {
+                    live.close().await;
+                    Err(self.explain(&format!("tools/list failed: {e}")))
+                }
+            }
+        })
+        .await;
         match restarted {
-            Ok(Ok(live)) => {
+            Ok(Ok((live, tools))) => {
+                self.relisted(tools);
                 connection.generation += 1;
                 let peer = live.service.peer().clone();
                 connection.live = Some(live);
@@ -448,7 +599,7 @@ impl Server {
     }
 
     /// Sends `tools/call` and waits for the answer, within the time limit.
-    async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<CallToolResult> {
+    async fn call(self: &Arc<Self>, tool: &str, arguments: Map<String, Value>) -> Result<CallToolResult> {
         let (mut peer, mut generation) = self.peer().await?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let mut answer = tokio::time::timeout(self.timeout, peer.call_tool(params.clone())).await;

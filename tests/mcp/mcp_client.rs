@@ -193,6 +193,35 @@ fn structured_content_reaches_scheme_as_a_value_while_the_model_reads_the_text()
 }
 
 #[test]
+fn a_servers_list_changed_adds_its_new_tools_and_removed_ones_say_so() {
+    let dir = workspace(&[]);
+    let mut host = host_with(&dir, vec![fixture("normal")]);
+    no_load_errors(&host);
+    assert!(host.tool("fixture.extra").is_none());
+    // The server adds a tool and sends notifications/tools/list_changed; the client lists again.
+    assert_eq!(ok_text(&host.call("fixture.grow", json!({"name": "extra"}))), "grew extra");
+    common::eventually("the new tool to be registered", || host.tool("fixture.extra").is_some());
+    assert_eq!(ok_text(&host.call_json("fixture__extra", "{}")), "I am extra");
+    assert_eq!(host.eval_to_string("(fixture.extra)").unwrap(), "I am extra");
+    let catalogue = host.specs();
+    assert!(catalogue.iter().any(|spec| spec.name() == "fixture.extra"));
+    // It removes it again: calls by either name, and from Scheme, are told why.
+    assert_eq!(ok_text(&host.call("fixture.shrink", json!({"name": "extra"}))), "shrank extra");
+    common::eventually("the tool to be removed", || host.tool("fixture.extra").is_none());
+    for name in ["fixture.extra", "fixture__extra"] {
+        let (kind, message) = err_of(&host.call(name, json!({})));
+        assert_eq!(kind, "unknown_tool");
+        assert!(message.contains("was removed by the MCP server \"fixture\""), "{message}");
+    }
+    let scheme = host.eval("(fixture.extra)").unwrap_err();
+    assert!(scheme.message().contains("was removed by the MCP server \"fixture\""), "{}", scheme.message());
+    // A Scheme program that names a tool before it exists reaches it once it does.
+    assert_eq!(ok_text(&host.call("fixture.grow", json!({"name": "later"}))), "grew later");
+    common::eventually("the second tool", || host.tool("fixture.later").is_some());
+    assert_eq!(host.eval_to_string("(fixture.later)").unwrap(), "I am later");
+}
+
+#[test]
 fn content_other_than_text_is_described_not_dropped() {
     let dir = workspace(&[]);
     let mut host = host_with(&dir, vec![fixture("normal")]);
