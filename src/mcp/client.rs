@@ -38,6 +38,7 @@ use tokio::sync::Mutex;
 
 use crate::config::{McpServerConfig, McpTransport};
 use crate::error::{Error, ErrorKind, Result};
+use crate::mcp::cache::CachedList;
 use crate::mcp::convert;
 use crate::registry::{Handler, OutputHandler, Primitive, ToolOutput};
 use crate::tool_source::{LiveTools, SourceTools, ToolSource};
@@ -103,6 +104,8 @@ impl rmcp::ClientHandler for ServerEvents {
 /// ```
 pub struct McpClients {
     configs: Vec<McpServerConfig>,
+    /// Where tool lists are kept between runs, when they are.
+    cache_dir: Option<PathBuf>,
     runtime: Option<tokio::runtime::Runtime>,
     /// Set once the servers are started; shared with [`McpStatus`].
     servers: Arc<OnceLock<Vec<Arc<Server>>>>,
@@ -112,7 +115,16 @@ impl McpClients {
     /// The clients of these servers, none started yet: a host starts them when it is built (see
     /// [`crate::HostBuilder::tool_source`]).
     pub fn configured(configs: Vec<McpServerConfig>) -> McpClients {
-        McpClients { configs, runtime: None, servers: Arc::new(OnceLock::new()) }
+        McpClients { configs, cache_dir: None, runtime: None, servers: Arc::new(OnceLock::new()) }
+    }
+
+    /// Keeps each server's tool list in `dir` (see [`crate::mcp::cache`]): a host whose servers'
+    /// lists are kept starts none of them until one of their tools is called, and every start
+    /// lists the tools again. `None` keeps nothing (the default): every server starts with the
+    /// host.
+    pub fn cache_in(mut self, dir: Option<PathBuf>) -> McpClients {
+        self.cache_dir = dir;
+        self
     }
 
     /// What can be asked of the servers once the host holds the clients.
@@ -147,12 +159,23 @@ impl ToolSource for McpClients {
             }
         };
         let root = workspace.root();
-        let servers: Vec<Arc<Server>> =
-            self.configs.iter().map(|c| Arc::new(Server::new(c.clone(), root, runtime.handle().clone()))).collect();
-        // Start them all at once and wait for each: a slow server delays start-up by its own time
-        // only.
+        let servers: Vec<Arc<Server>> = self
+            .configs
+            .iter()
+            .map(|c| {
+                let cache = self.cache_dir.as_deref().map(|dir| CachedList::new(dir, c, root));
+                Arc::new(Server::new(c.clone(), root, runtime.handle().clone(), cache))
+            })
+            .collect();
+        // A server whose tool list is kept is not started: its first call starts it. The others
+        // start all at once, and the host waits for each: a slow server delays start-up by its own
+        // time only.
         let (tx, rx) = mpsc::channel();
         for (index, server) in servers.iter().enumerate() {
+            if let Some(tools) = server.cache.as_ref().and_then(CachedList::read) {
+                let _ = tx.send((index, Ok(tools)));
+                continue;
+            }
             let (server, tx) = (Arc::clone(server), tx.clone());
             runtime.spawn(async move {
                 let _ = tx.send((index, server.start().await));
@@ -265,6 +288,8 @@ struct Server {
     live: OnceLock<LiveTools>,
     /// The server's tools: those the registry has and the server's latest list.
     tools: StdMutex<Listed>,
+    /// Where its tool list is kept between runs.
+    cache: Option<CachedList>,
 }
 
 /// A server's tools as the registry has them and as the server last listed them; they differ
@@ -304,7 +329,7 @@ impl Live {
 }
 
 impl Server {
-    fn new(config: McpServerConfig, root: &Path, runtime: tokio::runtime::Handle) -> Server {
+    fn new(config: McpServerConfig, root: &Path, runtime: tokio::runtime::Handle, cache: Option<CachedList>) -> Server {
         let timeout = config.timeout_s.and_then(|s| Duration::try_from_secs_f64(s).ok()).unwrap_or(DEFAULT_TIMEOUT);
         Server {
             config,
@@ -316,7 +341,13 @@ impl Server {
             stderr_tail: Arc::new(StdMutex::new(VecDeque::new())),
             live: OnceLock::new(),
             tools: StdMutex::new(Listed::default()),
+            cache,
         }
+    }
+
+    /// Whether the server's latest list has the tool called `tool`.
+    fn lists(&self, tool: &str) -> bool {
+        self.tools.lock().is_ok_and(|listed| listed.latest.iter().any(|t| t.name == tool))
     }
 
     /// Records the tools given to the host at start-up as registered.
@@ -334,8 +365,12 @@ impl Server {
         }
     }
 
-    /// Takes `tools` as the server's list now and brings the registry in line with it.
+    /// Takes `tools` as the server's list now, keeps it for the next run, and brings the registry
+    /// in line with it.
     fn relisted(self: &Arc<Self>, tools: Vec<Tool>) {
+        if let Some(cache) = &self.cache {
+            cache.write(&tools);
+        }
         if let Ok(mut listed) = self.tools.lock() {
             listed.latest = tools;
             self.reconcile(&mut listed);
@@ -396,6 +431,9 @@ impl Server {
                 return Err(self.explain(&format!("tools/list failed: {e}")));
             }
         };
+        if let Some(cache) = &self.cache {
+            cache.write(&tools);
+        }
         let mut connection = self.connection.lock().await;
         connection.live = Some(live);
         connection.generation += 1;
@@ -575,16 +613,16 @@ impl Server {
                 connection.live = Some(live);
                 Ok((peer, connection.generation))
             }
-            Ok(Err(why)) => Err(Error::tool_failed(format!(
-                "the MCP server \"{}\" is not running and did not start again: {why}",
-                self.name()
-            ))),
-            Err(_) => Err(Error::tool_failed(format!(
-                "the MCP server \"{}\" is not running and did not start again: {}",
-                self.name(),
-                self.explain(&self.no_answer())
-            ))),
+            Ok(Err(why)) => Err(self.not_started(connection.generation, &why)),
+            Err(_) => Err(self.not_started(connection.generation, &self.explain(&self.no_answer()))),
         }
+    }
+
+    /// The error of a call whose server did not start: for the first time (its tool list was
+    /// kept from an earlier run), or again after it stopped.
+    fn not_started(&self, generation: u64, why: &str) -> Error {
+        let state = if generation == 0 { "did not start" } else { "is not running and did not start again" };
+        Error::tool_failed(format!("the MCP server \"{}\" {state}: {why}", self.name()))
     }
 
     /// Forgets connection `generation` after it failed, and reports the stop once, saying `next`.
@@ -601,6 +639,18 @@ impl Server {
     /// Sends `tools/call` and waits for the answer, within the time limit.
     async fn call(self: &Arc<Self>, tool: &str, arguments: Map<String, Value>) -> Result<CallToolResult> {
         let (mut peer, mut generation) = self.peer().await?;
+        if !self.lists(tool) {
+            // Starting the server listed its tools again, and this one was gone.
+            let name = convert::tool_name(self.name(), tool);
+            return Err(Error::new(
+                ErrorKind::UnknownTool,
+                format!(
+                    "there is no tool called \"{name}\" any more: {name} was removed by the MCP server \"{}\"",
+                    self.name()
+                ),
+            )
+            .with_tool(name));
+        }
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let mut answer = tokio::time::timeout(self.timeout, peer.call_tool(params.clone())).await;
         if let Ok(Err(ServiceError::TransportSend(_))) = &answer {

@@ -17,10 +17,12 @@
 //! | file | owns |
 //! |---|---|
 //! | [`convert`] | `inputSchema` to a signature, hints to annotations, handler values to `arguments`, results to text |
+//! | [`cache`] | the servers' tool lists kept between runs, so a host starts a server only when one of its tools is called |
 //! | [`client`] | [`McpClients`]: the connections to the configured servers, their tools as primitives, failure and restart |
 //! | [`server`] | [`McpServer`]: a host's tools served over MCP |
 //! | `command` | `serve`: the `toolhost mcp` command (feature `cli`) |
 
+pub mod cache;
 pub mod client;
 #[cfg(feature = "cli")]
 mod command;

@@ -421,6 +421,58 @@ fn the_command_line_reports_a_server_that_stopped_once_and_starts_it_again() {
 }
 
 #[test]
+fn commands_that_call_no_mcp_tool_start_no_server_once_its_tool_list_is_kept_and_a_start_relists() {
+    let dir = workspace(&[]);
+    let home = Home::new();
+    let (starts, tools_file) = (dir.path().join("starts.log"), dir.path().join("more-tools"));
+    std::fs::write(&tools_file, "old\n").unwrap();
+    let env = format!(
+        "env = {{ FIXTURE_STARTS = {}, FIXTURE_TOOLS_FILE = {} }}\n",
+        Value::String(starts.display().to_string()),
+        Value::String(tools_file.display().to_string())
+    );
+    let config =
+        cli_config(&dir, &format!("{}{env}", peers::stdio_entry("fixture", &peers::fixture_server(), &[], None)));
+    let started = || std::fs::read_to_string(&starts).unwrap_or_default().lines().count();
+    let listed = |home: &Home| -> Vec<String> {
+        let out = home.run(dir.path(), &["--config", &config, "tools", "--format", "mcp"], None);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let catalogue: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        catalogue
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .filter(|n| n.starts_with("fixture."))
+            .map(String::from)
+            .collect()
+    };
+    // The first command starts the server and keeps its tool list.
+    assert!(listed(&home).contains(&"fixture.old".to_string()));
+    assert_eq!(started(), 1);
+    // Commands that call none of its tools start none: they read the kept list.
+    let out = home.run(dir.path(), &["--config", &config, "eval", "(+ 1 2)"], None);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3", "{}", String::from_utf8_lossy(&out.stderr));
+    let out = home.run(dir.path(), &["--config", &config, "pformat", "parse"], Some("no tags here\n"));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(listed(&home).contains(&"fixture.old".to_string()));
+    assert_eq!(started(), 1, "no command above called an MCP tool");
+    // The server's tools change while it is not running. The first call starts it, which lists
+    // them again: the kept tool it no longer has is removed, and says so.
+    std::fs::write(&tools_file, "new\n").unwrap();
+    let out = home.run(dir.path(), &["--config", &config, "call", "fixture.old"], None);
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["error"]["kind"], "unknown_tool", "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("fixture.old was removed by the MCP server \"fixture\""), "{message}");
+    assert_eq!(started(), 2);
+    // The list kept now is the server's new one.
+    let now = listed(&home);
+    assert!(now.contains(&"fixture.new".to_string()) && !now.contains(&"fixture.old".to_string()), "{now:?}");
+    assert_eq!(started(), 2);
+    let out = home.run(dir.path(), &["--config", &config, "eval", "(fixture.new)"], None);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "\"I am new\"", "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
 fn tools_format_openai_shows_the_servers_own_schema_with_its_enums_and_nested_objects() {
     let dir = workspace(&[]);
     let home = Home::new();
@@ -497,6 +549,7 @@ fn an_mcp_server_a_worker_starts_does_not_hold_the_workers_socket() {
     spec.env = vec![
         ("HOME".into(), home.path().display().to_string()),
         ("XDG_CONFIG_HOME".into(), home.path().join("xdg-config").display().to_string()),
+        ("XDG_CACHE_HOME".into(), home.path().join("xdg-cache").display().to_string()),
     ];
     let mut worker = toolhost::worker::WorkerHandle::spawn(spec).expect("worker starts");
     assert_eq!(worker.call("fixture.args", r#"{"text": "up"}"#).model_text(), r#"{"text":"up"}"#);
