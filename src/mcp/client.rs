@@ -29,7 +29,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use serde_json::{Map, Value};
 use steel::rvals::SteelVal;
@@ -56,6 +56,9 @@ const STDERR_TAIL_LINES: usize = 12;
 
 /// How long dropping the clients waits for each server to shut down before it is killed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a server's process gets to exit after its input is closed, and again after SIGTERM.
+const CHILD_EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// How long a server that stopped gets for its last lines on standard error to arrive.
 const STDERR_GRACE: Duration = Duration::from_secs(2);
@@ -311,6 +314,8 @@ struct Connection {
 struct Live {
     service: Service,
     stderr: Option<tokio::task::JoinHandle<()>>,
+    /// The server's process, for a stdio server.
+    child: Option<tokio::process::Child>,
 }
 
 impl Live {
@@ -318,12 +323,101 @@ impl Live {
         !self.service.is_transport_closed()
     }
 
-    /// Closes the connection (a child still there gets its standard input closed, then is killed)
-    /// and lets the child's last lines on standard error arrive.
+    /// Closes the connection as MCP's stdio shutdown says: the child's standard input is closed,
+    /// then it gets time to exit, then SIGTERM, then it is killed. Then its last lines on standard
+    /// error arrive.
     async fn close(self) {
         let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.service.cancel()).await;
+        if let Some(mut child) = self.child {
+            if tokio::time::timeout(CHILD_EXIT_GRACE, child.wait()).await.is_err() {
+                if let Some(pid) = child.id().and_then(|pid| rustix::process::Pid::from_raw(pid as i32)) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+                }
+                if tokio::time::timeout(CHILD_EXIT_GRACE, child.wait()).await.is_err() {
+                    let _ = child.kill().await;
+                }
+            }
+        }
         if let Some(task) = self.stderr {
             let _ = tokio::time::timeout(STDERR_GRACE, task).await;
+        }
+    }
+}
+
+/// A child's standard output as the SDK reads it, checked line by line until its first JSON
+/// message. The SDK skips lines that are not JSON, so a server that writes anything else first (a
+/// banner, a log line: it is not speaking MCP there) would be noticed only when the start time ran
+/// out; here reading stops at once, and what it wrote explains the failure.
+struct FirstLinesChecked<R> {
+    inner: R,
+    /// The line read so far, while checking.
+    line: Vec<u8>,
+    checking: bool,
+    /// The first line that was not JSON, shortened.
+    not_json: Arc<StdMutex<Option<String>>>,
+}
+
+/// The longest first line checked; a longer one is let through for the SDK to judge.
+const CHECKED_LINE_BYTES: usize = 1 << 20;
+
+impl<R> FirstLinesChecked<R> {
+    fn new(inner: R, not_json: Arc<StdMutex<Option<String>>>) -> Self {
+        FirstLinesChecked { inner, line: Vec::new(), checking: true, not_json }
+    }
+
+    /// Looks at newly read bytes; false when they complete a line that is not JSON.
+    fn check(&mut self, fresh: &[u8]) -> bool {
+        for &byte in fresh {
+            if !self.checking {
+                break;
+            }
+            if byte != b'\n' {
+                self.line.push(byte);
+                self.checking = self.line.len() <= CHECKED_LINE_BYTES;
+                continue;
+            }
+            let line = std::mem::take(&mut self.line);
+            let text = line.trim_ascii();
+            if text.is_empty() {
+                continue;
+            }
+            if serde_json::from_slice::<serde::de::IgnoredAny>(text).is_ok() {
+                self.checking = false;
+            } else {
+                let shown: String = String::from_utf8_lossy(text).chars().take(200).collect();
+                if let Ok(mut slot) = self.not_json.lock() {
+                    *slot = Some(shown);
+                }
+                return false;
+            }
+        }
+        true
+    }
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for FirstLinesChecked<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::task::Poll;
+        let before = buf.filled().len();
+        let this = &mut *self;
+        match std::pin::Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) if this.checking => {
+                let fresh = buf.filled()[before..].to_vec();
+                if this.check(&fresh) {
+                    Poll::Ready(Ok(()))
+                } else {
+                    buf.set_filled(before);
+                    Poll::Ready(Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "the server wrote a line that is not an MCP message",
+                    )))
+                }
+            }
+            other => other,
         }
     }
 }
@@ -502,21 +596,34 @@ impl Server {
     async fn open(&self, client: ServerEvents) -> std::result::Result<Live, String> {
         match &self.config.transport {
             McpTransport::Stdio { command, args, env } => {
+                use std::process::Stdio;
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args).envs(env).current_dir(&self.root).kill_on_drop(true);
-                let (transport, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|e| format!("cannot run `{command}`: {e}"))?;
-                let forwarding = stderr.map(|stderr| self.forward_stderr(stderr));
-                match client.serve(transport).await {
-                    Ok(service) => Ok(Live { service, stderr: forwarding }),
+                cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+                let mut child = cmd.spawn().map_err(|e| format!("cannot run `{command}`: {e}"))?;
+                let forwarding = child.stderr.take().map(|stderr| self.forward_stderr(stderr));
+                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                    return Err(format!("`{command}` started without its standard input and output"));
+                };
+                let not_json = Arc::new(StdMutex::new(None));
+                let reader = FirstLinesChecked::new(stdout, Arc::clone(&not_json));
+                match client.serve((reader, stdin)).await {
+                    Ok(service) => Ok(Live { service, stderr: forwarding, child: Some(child) }),
                     Err(e) => {
-                        // The child has exited or will be killed: let its last words arrive.
+                        // The child is ended (it may have exited already): let its last words
+                        // arrive.
+                        let _ = child.start_kill();
                         if let Some(task) = forwarding {
                             let _ = tokio::time::timeout(STDERR_GRACE, task).await;
                         }
-                        Err(self.explain(&initialize_failure(&e)))
+                        let wrote = not_json.lock().ok().and_then(|mut seen| seen.take());
+                        let why = match wrote {
+                            Some(line) => {
+                                format!("it wrote something that is not MCP on its standard output: `{line}`")
+                            }
+                            None => initialize_failure(&e),
+                        };
+                        Err(self.explain(&why))
                     }
                 }
             }
@@ -524,7 +631,7 @@ impl Server {
                 install_crypto_provider();
                 let transport = StreamableHttpClientTransport::from_uri(url.as_str());
                 match client.serve(transport).await {
-                    Ok(service) => Ok(Live { service, stderr: None }),
+                    Ok(service) => Ok(Live { service, stderr: None, child: None }),
                     Err(e) => Err(format!("cannot reach {url}: {}", initialize_failure(&e))),
                 }
             }

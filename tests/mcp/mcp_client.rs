@@ -335,8 +335,10 @@ fn servers_that_do_not_start_are_load_errors_naming_why_and_the_rest_of_the_host
     exits.name = "quitter".into();
     let mut garbage = fixture("garbage");
     garbage.name = "babbler".into();
-    garbage.timeout_s = Some(1.0);
+    let started = Instant::now();
     let mut host = host_with(&dir, vec![missing, exits, garbage, fixture("normal")]);
+    // Generous: the start time it no longer waits for is 60 s (its `timeout_s` is not set).
+    assert!(started.elapsed() < Duration::from_secs(30), "the host waited {:?} for the servers", started.elapsed());
     let problems: Vec<String> = host.load_errors().iter().map(|e| e.to_string()).collect();
     assert_eq!(problems.len(), 3, "{problems:#?}");
     assert!(
@@ -352,8 +354,15 @@ fn servers_that_do_not_start_are_load_errors_naming_why_and_the_rest_of_the_host
         "{}",
         problems[1]
     );
-    // Starting is not held to a `timeout_s` shorter than the least start-up time.
-    assert!(problems[2].contains("\"babbler\" did not start: no MCP answer within 10 s"), "{}", problems[2]);
+    // What a server wrote that is not MCP is reported at once, not when the start time runs out.
+    assert!(
+        problems[2].contains(
+            "\"babbler\" did not start: it wrote something that is not MCP on its standard output: \
+             `this is not JSON-RPC`"
+        ),
+        "{}",
+        problems[2]
+    );
     // A call naming a tool of a server that did not start says why, by either name.
     for name in ["ghost.search", "ghost__search"] {
         let (kind, message) = err_of(&host.call(name, json!({})));
