@@ -43,6 +43,10 @@ pub enum Request {
     },
     /// The tool files that failed to load.
     LoadErrors,
+    /// Load the tool folders and files again ([`Host::reload`]).
+    Reload,
+    /// The folders and files tools are loaded from ([`Host::tool_paths`]).
+    ToolPaths,
 }
 
 /// A host's answer to a [`Request`], one for one.
@@ -61,6 +65,10 @@ pub enum Reply {
     Eval(Result<String>),
     /// Load errors.
     LoadErrors(Vec<Error>),
+    /// What a reload changed.
+    Reload(crate::host::ReloadReport),
+    /// Folders and files.
+    Paths(Vec<std::path::PathBuf>),
 }
 
 /// Answers one request with the host. An interrupt that arrived between requests is forgotten: an
@@ -80,6 +88,8 @@ pub fn answer(host: &mut Host, request: Request) -> Reply {
             Reply::Eval(host.eval_all(&source, limit).map(|values| render_values(&values)))
         }
         Request::LoadErrors => Reply::LoadErrors(host.load_errors().to_vec()),
+        Request::Reload => Reply::Reload(host.reload()),
+        Request::ToolPaths => Reply::Paths(host.tool_paths()),
     }
 }
 
@@ -259,6 +269,28 @@ impl HostHandle {
     pub fn load_errors(&self) -> Result<Vec<Error>> {
         match self.request(Request::LoadErrors)? {
             Reply::LoadErrors(errors) => Ok(errors),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Loads the tool folders and files again (see [`Host::reload`]).
+    ///
+    /// # Errors
+    /// When the host thread has stopped.
+    pub fn reload(&self) -> Result<crate::host::ReloadReport> {
+        match self.request(Request::Reload)? {
+            Reply::Reload(report) => Ok(report),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// The folders and files tools are loaded from (see [`Host::tool_paths`]).
+    ///
+    /// # Errors
+    /// When the host thread has stopped.
+    pub fn tool_paths(&self) -> Result<Vec<std::path::PathBuf>> {
+        match self.request(Request::ToolPaths)? {
+            Reply::Paths(paths) => Ok(paths),
             other => Err(unexpected(&other)),
         }
     }

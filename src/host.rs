@@ -506,7 +506,7 @@ impl Origin {
 /// What [`Host::reload`] or [`Host::load_tool_file`] changed, by tool name, and the files that
 /// failed. A tool is `changed` when its signature, its description or the text of the form that
 /// defines it changed (not when only a helper it calls did).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ReloadReport {
     /// Tools that were not there before.
     pub added: Vec<String>,
@@ -557,6 +557,13 @@ impl Host {
     /// See [`HostBuilder::build`].
     pub fn new(root: impl Into<PathBuf>) -> Result<Host> {
         HostBuilder::new(root).build()
+    }
+
+    /// The folders and files [`Host::reload`] loads tools from again: the tool folders, the
+    /// workspace's own tool folders the last load admitted, and files loaded one by one. A
+    /// watcher (`toolhost mcp`) reloads when a `.scm` file in them changes.
+    pub fn tool_paths(&self) -> Vec<PathBuf> {
+        self.tool_dirs.iter().chain(&self.project_dirs).chain(&self.loaded_files).cloned().collect()
     }
 
     /// The tool files that failed to load, in load order; each error names its file and, when it

@@ -83,7 +83,7 @@ pub fn serve(flags: &Flags) -> i32 {
         eprintln!("toolhost: warning: {problem}");
     }
     let writer = tokio::fs::File::from_std(protocol);
-    match McpServer::new(handle).run(tokio::io::stdin(), writer) {
+    match McpServer::new(handle).watching_tools().run(tokio::io::stdin(), writer) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("toolhost: {e}");

@@ -20,6 +20,7 @@
 //! | [`cache`] | the servers' tool lists kept between runs, so a host starts a server only when one of its tools is called |
 //! | [`client`] | [`McpClients`]: the connections to the configured servers, their tools as primitives, failure and restart |
 //! | [`server`] | [`McpServer`]: a host's tools served over MCP |
+//! | `watch` | `toolhost mcp`'s watch on its tool folders: reload, then `notifications/tools/list_changed` |
 //! | `command` | `serve`: the `toolhost mcp` command (feature `cli`) |
 
 pub mod cache;
@@ -28,6 +29,7 @@ pub mod client;
 mod command;
 pub mod convert;
 pub mod server;
+mod watch;
 
 pub use client::{McpClients, McpStatus};
 #[cfg(feature = "cli")]

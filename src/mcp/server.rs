@@ -23,12 +23,21 @@ use crate::spec::ToolSpec;
 #[derive(Clone)]
 pub struct McpServer {
     handle: HostHandle,
+    /// Whether the host's tool folders are watched while it serves.
+    watch_tools: bool,
 }
 
 impl McpServer {
     /// A server for the host behind `handle`.
     pub fn new(handle: HostHandle) -> Self {
-        McpServer { handle }
+        McpServer { handle, watch_tools: false }
+    }
+
+    /// Watches the host's tool folders while it serves: a `.scm` file added, changed or removed
+    /// loads the tools again, and the client is told its tool list changed (see `watch.rs`).
+    pub fn watching_tools(mut self) -> Self {
+        self.watch_tools = true;
+        self
     }
 
     /// Serves MCP on `reader` and `writer` until the client closes the connection.
@@ -46,11 +55,13 @@ impl McpServer {
             .enable_all()
             .build()
             .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))?;
+        let (handle, watch_tools, spawner) = (self.handle.clone(), self.watch_tools, runtime.handle().clone());
         let outcome = runtime.block_on(async move {
             let service = self
                 .serve((reader, writer))
                 .await
                 .map_err(|e| Error::tool_failed(format!("MCP initialization with the client failed: {e}")))?;
+            let _watch = watch_tools.then(|| super::watch::ToolWatch::start(handle, service.peer().clone(), spawner));
             service.waiting().await.map_err(|e| Error::tool_failed(format!("the MCP server stopped: {e}")))?;
             Ok(())
         });
@@ -75,7 +86,7 @@ async fn ask_host<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) 
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "toolhost's tools: the workspace's files, search and shell, and the Scheme and MCP tools \

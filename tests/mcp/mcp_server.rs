@@ -209,3 +209,63 @@ fn values_are_served_as_structured_content_beside_the_text_and_declared_shapes_a
     assert!(session.tool("pair").get("outputSchema").is_none(), "{}", session.tool("pair"));
     assert!(session.tool("fs-read").get("outputSchema").is_none());
 }
+
+/// Runs the SDK client's `steps` (see live-check.mjs) against `toolhost ARGS mcp` in `dir`.
+fn live_session(home: &Home, dir: &std::path::Path, args: &[&str], steps: &Value) -> Value {
+    let script = peers::ensure().join("live-check.mjs");
+    let mut command = std::process::Command::new("node");
+    command.arg(script).arg(env!("CARGO_BIN_EXE_toolhost")).arg(steps.to_string()).args(args).current_dir(dir);
+    home.environment(&mut command);
+    let out = command.output().expect("node runs");
+    assert!(
+        out.status.success(),
+        "the client failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the client prints one JSON object")
+}
+
+#[test]
+fn a_tool_file_added_changed_or_removed_reloads_the_tools_and_tells_the_client() {
+    let dir = workspace(&[("tools/alpha.scm", r#"(define-tool (alpha) "The alpha tool." "one")"#)]);
+    let home = Home::new();
+    let tools = dir.path().join("tools");
+    let file = |name: &str| tools.join(name).display().to_string();
+    let steps = json!([
+        {"write": file("beta.scm"), "text": "(define-tool (beta) \"The beta tool.\" \"two\")"},
+        {"changed": true},
+        {"list": true},
+        {"call": "beta"},
+        {"write": file("beta.scm"), "text": "(define-tool (beta) \"The beta tool, changed.\" \"2\")"},
+        {"changed": true},
+        {"call": "beta"},
+        // A file that fails: reported with its file and line; the other tools stay.
+        {"write": file("broken.scm"), "text": "(define-tool (gamma) \"Third.\" \"3\")\n(+ 1 (car '()))\n"},
+        {"changed": true},
+        {"list": true},
+        {"call": "alpha"},
+        {"remove": file("beta.scm")},
+        {"changed": true},
+        {"list": true},
+    ]);
+    let tools_arg = tools.display().to_string();
+    let report = live_session(&home, dir.path(), &["--tools", &tools_arg], &steps);
+    let steps = report["steps"].as_array().unwrap();
+    let names = |at: usize| -> Vec<String> {
+        steps[at].as_array().unwrap().iter().filter_map(|n| n.as_str().map(String::from)).collect()
+    };
+    let text = |at: usize| steps[at]["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    let stderr = report["stderr"].as_str().unwrap_or_default();
+    assert_eq!(steps[1], true, "no list_changed after a file was added: {report}");
+    assert!(names(2).contains(&"beta".to_string()) && names(2).contains(&"alpha".to_string()), "{:?}", names(2));
+    assert_eq!(text(3), "two");
+    assert_eq!(steps[5], true, "no list_changed after a file changed: {stderr}");
+    assert_eq!(text(6), "2");
+    assert_eq!(steps[8], true, "no list_changed after a file failed: {stderr}");
+    assert!(stderr.contains(&format!("{}:2", file("broken.scm"))), "the failure names its file and line: {stderr}");
+    assert!(names(9).contains(&"alpha".to_string()) && names(9).contains(&"beta".to_string()), "{:?}", names(9));
+    assert_eq!(text(10), "one");
+    assert_eq!(steps[12], true, "no list_changed after a file was removed: {stderr}");
+    assert!(!names(13).contains(&"beta".to_string()) && names(13).contains(&"alpha".to_string()), "{:?}", names(13));
+}
