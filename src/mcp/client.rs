@@ -1,6 +1,8 @@
 //! toolhost as an MCP client: [`McpClients`] starts the `[[mcp]]` servers of a config (a child
-//! process over stdio, or a streamable HTTP endpoint), lists their tools once, and turns each into a
-//! [`Primitive`] whose Rust handler sends `tools/call` to its server. It owns the tokio runtime the
+//! process over stdio, or a streamable HTTP endpoint), or takes their tool lists from the cache and
+//! starts each at its first call; lists their tools at every start and after every
+//! `notifications/tools/list_changed`, keeping the host's registry in line ([`LiveTools`]); and
+//! turns each tool into a [`Primitive`] whose Rust handler sends `tools/call` to its server. It owns the tokio runtime the
 //! SDK (`rmcp`) needs; the host stays synchronous and blocks on a call with the server's time limit.
 //! How schemas, arguments and results are converted lives in `convert.rs`.
 //!
@@ -11,8 +13,8 @@
 //!   them once on standard error); its tools are not registered, and a call naming one is an `unknown_tool` error that says the server did not start.
 //!   It is not retried: its tool list was never known.
 //! - a server that stops while the host runs (it exits, it is killed, its connection drops) is
-//!   reported once on standard error, and the next call of one of its tools starts it again (its
-//!   tool list is the one read at start-up). A call that was waiting for its answer fails with
+//!   reported once on standard error, and the next call of one of its tools starts it again (and
+//!   lists its tools again). A call that was waiting for its answer fails with
 //!   `tool_failed`: the server may or may not have done the work, so it is not sent again. A call
 //!   that could not even be written to a stdio server's input never reached it, so it goes to the
 //!   server started in its place.

@@ -2,17 +2,22 @@
 //!
 //! # Brief overview
 //!
-//! As a **client**, toolhost starts the `[[mcp]]` servers of its config when a host is built (they
-//! are a [`crate::ToolSource`]) and registers each of their tools as a primitive named
+//! As a **client**, toolhost starts the `[[mcp]]` servers of its config when a host is built, or at
+//! the first call of one of their tools when their tool lists are kept ([`cache`]); they are a
+//! [`crate::ToolSource`]. It registers each of their tools as a primitive named
 //! `server.tool` (providers see `server__tool`). The parameters come from the tool's `inputSchema`
 //! (required ones first, in the order of `required`, then the optional ones in property order); the
 //! `inputSchema` itself is what providers are shown. MCP tools take skipped parameters as void: a parameter the caller left out
 //! is left out of the request, while `false`, `0` and `""` are sent as given. Text content comes
-//! back as the result; other content is described in a bracketed line; an `isError` result is a
-//! `tool_failed` error with the server's text.
+//! back as the result (structured content is the value Scheme code gets, beside the text a model
+//! reads); other content is described in a bracketed line; an `isError` result is a `tool_failed`
+//! error with the server's text. A server's `notifications/tools/list_changed` updates the host's
+//! registry ([`crate::LiveTools`]).
 //!
 //! As a **server** (`toolhost mcp`), toolhost serves every tool of a host over standard input and
-//! output, each call through the same call path as any other caller's.
+//! output, each call through the same call path as any other caller's; values go out as
+//! `structuredContent`, declared shapes as `outputSchema`, and a change in its tool folders reloads
+//! them and tells the client.
 //!
 //! | file | owns |
 //! |---|---|
