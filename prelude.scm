@@ -25,18 +25,33 @@
 ;; Registers a tool written in Scheme. The procedure receives only the arguments that were given
 ;; (an optional parameter skipped before a later given one arrives as its type's empty value:
 ;; "" 0 #f '() or an empty hash map), so it branches on how many it got.
-(define (register-tool name description params proc)
-  (%register-scheme-tool name description params proc #f))
+(define (register-tool name description params proc . output)
+  (%register-scheme-tool name description params proc #f (if (null? output) #f (car output))))
 
 ;; (define-tool (name (param type "description" [optional]) ...)
 ;;   "description"
+;;   [(returns shape)]
 ;;   body ...)
 ;;
 ;; Every parameter is bound in the body: an optional one that was left out holds its type's empty
 ;; value ("" 0 #f '() or an empty hash map), the same value a skipped one arrives as, so the body
-;; treats the empty value as "not given".
+;; treats the empty value as "not given". `(returns shape)` declares the shape of the result (MCP
+;; clients see it as `outputSchema`): "integer", "number", "boolean", "list" or "object", or a
+;; JSON Schema as a hash map whose "type" is one of them. `register-tool` takes the shape as an
+;; optional fifth argument.
 (define-syntax define-tool
-  (syntax-rules ()
+  (syntax-rules (returns)
+    [(_ (name (param type description flag ...) ...) tool-description (returns shape) body ...)
+     (begin
+       (let ([%tool-body (lambda (param ...) body ...)])
+         (%register-scheme-tool (symbol->string 'name)
+                                tool-description
+                                '((param type description flag ...) ...)
+                                (lambda args
+                                  (apply %tool-body (%fill-optionals (symbol->string 'name) args)))
+                                %tool-body
+                                shape))
+       (define name (%tool-wrapper (symbol->string 'name))))]
     [(_ (name (param type description flag ...) ...) tool-description body ...)
      (begin
        (let ([%tool-body (lambda (param ...) body ...)])
@@ -45,7 +60,8 @@
                                 '((param type description flag ...) ...)
                                 (lambda args
                                   (apply %tool-body (%fill-optionals (symbol->string 'name) args)))
-                                %tool-body))
+                                %tool-body
+                                #f))
        (define name (%tool-wrapper (symbol->string 'name))))]))
 
 ;; Helpers for tool authors.
@@ -113,8 +129,8 @@
       [enter %tool-enter]
       [register %register-tool])
   (set! %register-scheme-tool
-        (lambda (name description params proc body)
-          (let ([key (register name description params proc)])
+        (lambda (name description params proc body output)
+          (let ([key (register name description params proc output)])
             (set! procs (hash-insert procs key proc))
             (set! bodies (if body (hash-insert bodies key body) (hash-remove bodies key)))
             void)))

@@ -2,7 +2,9 @@
 //! tools loaded) against a bare steel program that builds `Engine::new()` and evaluates the same
 //! expression (design section 14: at most 0.2x); and the peak memory of the REPL answering that
 //! expression against the same bare program's (at most 1.5x). Both are whole processes, run
-//! alternately in one session so machine noise hits both alike.
+//! alternately in one session so machine noise hits both alike. Also `toolhost eval "(+ 1 2)"` with
+//! one `[[mcp]]` server configured whose tool list is kept, against none (issue 19: at most 1.2x:
+//! a command that calls no MCP tool starts no server).
 //!
 //! Run with `cargo bench --bench startup` (release build).
 
@@ -96,4 +98,49 @@ fn main() {
     println!("  bare steel program:                 {bare_memory:>8.1} MB");
     println!("  toolhost repl answering (+ 1 2):    {repl_memory:>8.1} MB");
     println!("  ratio REPL / bare: {:.2} (target: at most 1.5)", repl_memory / bare_memory);
+    mcp_server_configured(toolhost, workspace.path(), &steel_home);
+}
+
+/// `toolhost eval "(+ 1 2)"` with one `[[mcp]]` server (the tests' fixture server) configured and
+/// its tool list kept from a first run, against the same with none. Needs node and the test peers
+/// (`npm ci` in tests/fixtures/mcp, which the MCP tests run); skipped without them.
+fn mcp_server_configured(toolhost: &str, workspace: &std::path::Path, steel_home: &std::path::Path) {
+    let peers = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp");
+    if !peers.join("node_modules").is_dir() {
+        println!("mcp start-up: skipped (run the MCP tests once to install tests/fixtures/mcp)");
+        return;
+    }
+    let script = serde_json::Value::String(peers.join("fixture-server.mjs").display().to_string());
+    let with = workspace.join("with-mcp.toml");
+    let without = workspace.join("without-mcp.toml");
+    std::fs::write(&with, format!("[[mcp]]\nname = \"fixture\"\ncommand = \"node\"\nargs = [{script}]\n"))
+        .expect("config");
+    std::fs::write(&without, "").expect("config");
+    // A home of its own: the kept tool list goes there, not into the user's cache.
+    let home = tempfile::tempdir().expect("tempdir");
+    let eval = |config: &std::path::Path| {
+        time(
+            Command::new(toolhost)
+                .arg("--config")
+                .arg(config)
+                .args(["eval", "(+ 1 2)"])
+                .current_dir(workspace)
+                .env("STEEL_HOME", steel_home)
+                .env("HOME", home.path())
+                .env("XDG_CONFIG_HOME", home.path().join("config"))
+                .env("XDG_CACHE_HOME", home.path().join("cache")),
+        )
+    };
+    let first = eval(&with);
+    let (mut none, mut one) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        none.push(eval(&without));
+        one.push(eval(&with));
+    }
+    let (none, one) = (median(none), median(one));
+    println!("toolhost eval \"(+ 1 2)\" and [[mcp]] servers, median of {RUNS} runs each:");
+    println!("  no server configured:               {:>8.1} ms", none.as_secs_f64() * 1e3);
+    println!("  one server, its tool list kept:     {:>8.1} ms", one.as_secs_f64() * 1e3);
+    println!("  (the first run, which starts it:    {:>8.1} ms)", first.as_secs_f64() * 1e3);
+    println!("  ratio one / none: {:.2} (target: at most 1.2)", one.as_secs_f64() / none.as_secs_f64());
 }

@@ -76,6 +76,7 @@ fn call(i: usize) -> (CallRequest, CallRecord) {
         repairs: Vec::new(),
         decision: Some(Decision::Allow { rule: None }),
         result: Ok(result),
+        text: None,
         elapsed: Duration::from_micros(ms * 100 + (i as u64 * 37) % 900),
     };
     let (tool, arguments, record) = match i % 10 {

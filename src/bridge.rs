@@ -25,7 +25,7 @@ use crate::context::ToolCtx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::guard::Guard;
 use crate::param::{Param, ParamType, Signature, Skipped};
-use crate::registry::{Handler, Primitive, Registry};
+use crate::registry::{Handler, Primitive, Registry, ToolOutput};
 use crate::tools::VALUE_PROCEDURES;
 use crate::value;
 
@@ -36,6 +36,8 @@ pub(crate) struct Shared {
     pub guard: Guard,
     /// Scheme tools registered while a program ran, bound as globals once it ends.
     pub pending: Mutex<Vec<String>>,
+    /// Rust tools a source added while the host ran, bound as procedures before the next program.
+    pub added: Mutex<Vec<String>>,
     /// Names Scheme code already uses (steel's library, the prelude, the value procedures): a tool
     /// bound under one of them would replace `map` or `define-tool` for every script.
     pub scheme_names: HashSet<String>,
@@ -57,6 +59,7 @@ impl Shared {
             ctx,
             guard,
             pending: Mutex::new(Vec::new()),
+            added: Mutex::new(Vec::new()),
             scheme_names,
             raised: Mutex::new(Raised::default()),
         }
@@ -64,6 +67,15 @@ impl Shared {
 
     pub fn tool(&self, name: &str) -> Option<Arc<Primitive>> {
         self.registry.read().ok()?.get(name).cloned()
+    }
+
+    /// The Rust tools added since the last look (see [`Shared::added`]) that are still there.
+    pub fn take_added(&self) -> Vec<Arc<Primitive>> {
+        let names: Vec<String> = match self.added.lock() {
+            Ok(mut added) => added.drain(..).collect(),
+            Err(_) => return Vec::new(),
+        };
+        names.iter().filter_map(|name| self.tool(name)).filter(|tool| tool.is_rust()).collect()
     }
 
     /// Hands an error a tool raised inside Scheme code to Scheme, keeping its kind for the caller.
@@ -167,31 +179,42 @@ fn value_procedure(
 }
 
 /// Binds a Rust tool as a global Scheme procedure: checks the arguments against the signature,
-/// passes the guard, runs the handler.
+/// passes the guard, runs the handler. The tool is looked up by name at each call, so a tool a
+/// source replaced or removed while the host ran (an MCP server's) is called as it is now, or
+/// answers why it is gone.
 pub(crate) fn bind_rust_tool(engine: &mut Engine, shared: &Arc<Shared>, tool: Arc<Primitive>) {
-    if !matches!(tool.handler, Handler::Rust(_)) {
+    if !tool.is_rust() {
         return;
     }
     let shared = Arc::clone(shared);
     let name = tool.name().to_string();
+    let bound = name.clone();
     let function = move |given: &[SteelVal]| -> steel::rvals::Result<SteelVal> {
         let run = || -> Result<SteelVal> {
+            let tool = current_tool(&shared, &bound)?;
             let values = args::args_from_scheme(tool.signature(), given)?;
             shared.guard.check(&shared.ctx, &tool, &values)?;
-            invoke_rust(&shared, &tool, &values)
+            invoke_rust(&shared, &tool, &values).map(|output| output.value)
         };
         run().map_err(|e| shared.raise(e))
     };
     engine.register_value(&name, SteelVal::anonymous_boxed_function(Arc::new(function)));
 }
 
+/// The tool called `name` as the registry has it now, or why it is not there.
+fn current_tool(shared: &Shared, name: &str) -> Result<Arc<Primitive>> {
+    let registry = shared.registry.read().map_err(|_| Error::tool_failed("the registry lock is poisoned"))?;
+    registry.get(name).cloned().ok_or_else(|| registry.unknown_tool_error(name))
+}
+
 /// Runs a Rust tool's handler on checked, guarded arguments. A panic in a handler becomes a
 /// `tool_failed` error: no input may take the host down.
-pub(crate) fn invoke_rust(shared: &Shared, tool: &Primitive, values: &[SteelVal]) -> Result<SteelVal> {
-    let Handler::Rust(handler) = &tool.handler else {
-        return Err(Error::tool_failed(format!("{} is not a Rust tool", tool.name())));
-    };
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&shared.ctx, values)));
+pub(crate) fn invoke_rust(shared: &Shared, tool: &Primitive, values: &[SteelVal]) -> Result<ToolOutput> {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &tool.handler {
+        Handler::Rust(handler) => handler(&shared.ctx, values).map(ToolOutput::from),
+        Handler::RustOutput(handler) => handler(&shared.ctx, values),
+        Handler::Scheme => Err(Error::tool_failed(format!("{} is not a Rust tool", tool.name()))),
+    }));
     match outcome {
         Ok(result) => result.map_err(|e| e.in_tool(tool.name())),
         Err(_) => Err(Error::tool_failed(format!("{}: the tool failed unexpectedly (a bug in toolhost)", tool.name()))
@@ -214,12 +237,13 @@ fn list(v: &SteelVal) -> Option<Vec<SteelVal>> {
     }
 }
 
-/// `(%register-tool name description params proc)`: registers a Scheme tool and returns its name.
+/// `(%register-tool name description params proc output)`: registers a Scheme tool and returns its
+/// name. `output` is the declared shape of its result, `#f` for none.
 fn register_tool(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
     let invalid = |m: String| Error::new(ErrorKind::InvalidDefinition, format!("register-tool: {m}"));
-    let [name, description, params, proc] = a else {
+    let [name, description, params, proc, output] = a else {
         return Err(invalid(format!(
-            "expected 4 arguments (register-tool name description params procedure), got {}",
+            "expected 4 or 5 arguments (register-tool name description params procedure [output-shape]), got {}",
             a.len()
         )));
     };
@@ -239,7 +263,15 @@ fn register_tool(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
     }
     shared.check_free(name).map_err(|e| invalid(e.message().to_string()).with_tool(name))?;
     let signature = parse_params(name, params)?;
-    let primitive = Primitive::new(signature, description.as_str(), Handler::Scheme);
+    let mut primitive = Primitive::new(signature, description.as_str(), Handler::Scheme);
+    if !matches!(output, SteelVal::BoolV(false)) {
+        let shape = value::scheme_to_json(output).map_err(|e| {
+            invalid(format!("\"{name}\": the output shape cannot be read as JSON: {}", e.0)).with_tool(name)
+        })?;
+        let mut spec = (*primitive.spec).clone();
+        spec.output_schema = Some(crate::spec::output_schema(name, &shape)?);
+        primitive.spec = Arc::new(spec);
+    }
     shared.registry_mut()?.register(primitive).map_err(|e| invalid(e.message().to_string()).with_tool(name))?;
     if let Ok(mut pending) = shared.pending.lock() {
         pending.push(name.to_string());

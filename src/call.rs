@@ -14,7 +14,7 @@ use crate::args;
 use crate::bridge::Shared;
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::guard::Decision;
-use crate::registry::Primitive;
+use crate::registry::{Primitive, ToolOutput};
 use crate::tidy::{self, Repair};
 use crate::value;
 
@@ -70,6 +70,9 @@ pub struct CallRecord {
     pub decision: Option<Decision>,
     /// The result as JSON, or the error.
     pub result: Result<Value>,
+    /// The text a model is shown instead of the result's JSON, when the tool gave one beside its
+    /// value (an MCP tool's text content beside its structured content).
+    pub text: Option<String>,
     /// How long the call took, from receipt to result.
     pub elapsed: Duration,
 }
@@ -91,6 +94,8 @@ struct RecordWire {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     result: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<Error>,
     elapsed_ms: f64,
 }
@@ -106,6 +111,7 @@ impl serde::Serialize for CallRecord {
             decision: self.decision.clone(),
             ok: self.result.is_ok(),
             result: self.result.as_ref().ok().cloned(),
+            text: self.text.clone(),
             error: self.result.as_ref().err().cloned(),
             elapsed_ms: self.elapsed.as_secs_f64() * 1000.0,
         }
@@ -129,6 +135,7 @@ impl<'de> serde::Deserialize<'de> for CallRecord {
             repairs: wire.repairs,
             decision: wire.decision,
             result,
+            text: wire.text,
             elapsed: Duration::try_from_secs_f64(wire.elapsed_ms / 1000.0).unwrap_or_default(),
         })
     }
@@ -144,6 +151,7 @@ impl CallRecord {
             repairs: Vec::new(),
             decision: None,
             result: Ok(Value::Null),
+            text: None,
             elapsed: Duration::ZERO,
         }
     }
@@ -174,10 +182,12 @@ impl CallRecord {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
-    /// The text a model is given: a string result as its text, any other result as its JSON
-    /// text, an error as `error (kind): message`.
+    /// The text a model is given: the tool's own text when it gave one beside its value, else a
+    /// string result as its text and any other result as its JSON text; an error as
+    /// `error (kind): message`.
     pub fn model_text(&self) -> String {
         match &self.result {
+            Ok(_) if self.text.is_some() => self.text.clone().unwrap_or_default(),
             Ok(Value::String(s)) => s.clone(),
             Ok(other) => other.to_string(),
             Err(e) => format!("error ({}): {}", e.kind(), e.message()),
@@ -186,7 +196,7 @@ impl CallRecord {
 }
 
 /// Runs the host's work for a call whose arguments are checked and guarded.
-pub(crate) type Runner<'a> = dyn FnMut(&Arc<Primitive>, Vec<SteelVal>) -> Result<SteelVal> + 'a;
+pub(crate) type Runner<'a> = dyn FnMut(&Arc<Primitive>, Vec<SteelVal>) -> Result<ToolOutput> + 'a;
 
 /// Runs one call through every step, the tool itself by `runner`.
 pub(crate) fn run(shared: &Shared, request: &CallRequest, runner: &mut Runner<'_>) -> CallRecord {
@@ -301,10 +311,31 @@ fn steps(
     let verdict = decision.verdict(name);
     record.decision = Some(decision);
     verdict?;
-    let result = runner(&primitive, values)?;
-    let json = value::scheme_to_json(&result)
+    let output = runner(&primitive, values)?;
+    let json = value::scheme_to_json(&output.value)
         .map_err(|e| Error::tool_failed(format!("{name}: its result cannot be sent back: {}", e.0)).with_tool(name))?;
-    Ok(cap_result(json, shared.ctx.limits.output_chars))
+    if !primitive.spec.output_conforms(&json) {
+        let declared = primitive.spec.output_schema.as_ref().and_then(|s| s.get("type")).and_then(Value::as_str);
+        let got = match &json {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "a list",
+            Value::Object(_) => "an object",
+        };
+        return Err(Error::tool_failed(format!(
+            "{name}: its result is {got}, not the {} its declared output shape promises",
+            declared.unwrap_or_default()
+        ))
+        .with_tool(name));
+    }
+    let cap = shared.ctx.limits.output_chars;
+    record.text = output.text.map(|text| match cap_result(Value::String(text), cap) {
+        Value::String(text) => text,
+        other => other.to_string(),
+    });
+    Ok(cap_result(json, cap))
 }
 
 /// A result longer than `cap` characters as a model would read it, cut to fit with a note saying

@@ -53,10 +53,10 @@ fn check_call(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
     let mut deferred: Option<(String, Vec<SteelVal>)> = None;
     let request = CallRequest::new(name.as_str(), json.as_str());
     let record = call::run(shared, &request, &mut |tool, values| match &tool.handler {
-        Handler::Rust(_) => bridge::invoke_rust(shared, tool, &values),
+        Handler::Rust(_) | Handler::RustOutput(_) => bridge::invoke_rust(shared, tool, &values),
         Handler::Scheme => {
             deferred = Some((tool.name().to_string(), values));
-            Ok(SteelVal::Void)
+            Ok(SteelVal::Void.into())
         }
     });
     match deferred {

@@ -198,6 +198,28 @@ impl HostHandle {
         }
     }
 
+    /// Loads the tool folders and files again (see [`Host::reload`]).
+    ///
+    /// # Errors
+    /// When the host thread has stopped.
+    pub fn reload(&self) -> Result<crate::host::ReloadReport> {
+        match self.request(Request::Reload)? {
+            Reply::Reload(report) => Ok(report),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// The folders and files tools are loaded from (see [`Host::tool_paths`]).
+    ///
+    /// # Errors
+    /// When the host thread has stopped.
+    pub fn tool_paths(&self) -> Result<Vec<std::path::PathBuf>> {
+        match self.request(Request::ToolPaths)? {
+            Reply::Paths(paths) => Ok(paths),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Stops the Scheme code the host is running now (the call it is in fails); later requests run
     /// normally.
     pub fn interrupt(&self) {

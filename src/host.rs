@@ -119,6 +119,13 @@ impl Host {
         HostBuilder::new(root).build()
     }
 
+    /// The folders and files [`Host::reload`] loads tools from again: the tool folders, the
+    /// workspace's own tool folders the last load admitted, and files loaded one by one. A
+    /// watcher (`toolhost mcp`) reloads when a `.scm` file in them changes.
+    pub fn tool_paths(&self) -> Vec<PathBuf> {
+        self.tool_dirs.iter().chain(&self.project_dirs).chain(&self.loaded_files).cloned().collect()
+    }
+
     /// The tool files that failed to load, in load order; each error names its file and, when it
     /// can be told, the line.
     pub fn load_errors(&self) -> &[Error] {
@@ -217,8 +224,8 @@ impl Host {
     fn run_call_parts(&mut self, tool: &str, arguments: &str, options: CallOptions) -> CallRecord {
         let shared = Arc::clone(&self.shared);
         let record = call::run_parts(&shared, tool, arguments, options, &mut |tool, values| match &tool.handler {
-            Handler::Rust(_) => bridge::invoke_rust(&shared, tool, &values),
-            Handler::Scheme => self.call_scheme_tool(tool, values),
+            Handler::Rust(_) | Handler::RustOutput(_) => bridge::invoke_rust(&shared, tool, &values),
+            Handler::Scheme => self.call_scheme_tool(tool, values).map(Into::into),
         });
         self.consume_interrupt();
         record

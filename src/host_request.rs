@@ -38,6 +38,10 @@ pub enum Request {
     },
     /// The tool files that failed to load.
     LoadErrors,
+    /// Load the tool folders and files again ([`Host::reload`]).
+    Reload,
+    /// The folders and files tools are loaded from ([`Host::tool_paths`]).
+    ToolPaths,
 }
 
 /// A host's answer to a [`Request`], one for one.
@@ -56,6 +60,10 @@ pub enum Reply {
     Eval(Result<String>),
     /// Load errors.
     LoadErrors(Vec<Error>),
+    /// What a reload changed.
+    Reload(crate::host::ReloadReport),
+    /// Folders and files.
+    Paths(Vec<std::path::PathBuf>),
 }
 
 /// Answers one request with the host. An interrupt that arrived between requests is forgotten: an
@@ -75,5 +83,7 @@ pub fn answer(host: &mut Host, request: Request) -> Reply {
             Reply::Eval(host.eval_all(&source, limit).map(|values| render_values(&values)))
         }
         Request::LoadErrors => Reply::LoadErrors(host.load_errors().to_vec()),
+        Request::Reload => Reply::Reload(host.reload()),
+        Request::ToolPaths => Reply::Paths(host.tool_paths()),
     }
 }

@@ -161,11 +161,11 @@ pub use host::{Host, HostBuilder, Interrupter, Origin, ReloadReport, RustToolHos
 #[cfg(feature = "mcp")]
 pub use mcp::{McpClients, McpServer};
 pub use param::{Param, ParamType, Signature, Skipped};
-pub use registry::{Handler, Primitive, Registry};
+pub use registry::{Handler, Primitive, Registry, ToolOutput};
 pub use sandbox::{Sandbox, SandboxMode};
 pub use setup::{Flags, Setup};
 pub use spec::{Annotations, SpecSet, ToolSpec};
-pub use tool_source::{SourceTools, ToolSource};
+pub use tool_source::{LiveTools, SourceTools, ToolSource};
 pub use trust::TrustRule;
 pub use typed::Tool;
 pub use worker::WorkerSpec;

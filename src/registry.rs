@@ -18,6 +18,26 @@ pub use crate::spec::Annotations;
 /// signature) and returns the tool's result.
 pub type RustHandler = Arc<dyn Fn(&ToolCtx, &[SteelVal]) -> Result<SteelVal> + Send + Sync>;
 
+/// What a tool gives back when its result has two faces: the value Scheme code receives, and the
+/// text a model is shown instead of that value's JSON (an MCP tool whose answer carries structured
+/// content beside its text).
+#[derive(Debug, Clone)]
+pub struct ToolOutput {
+    /// What Scheme code receives, and what the call record keeps as the result.
+    pub value: SteelVal,
+    /// What a model reads, when it is not the value's own JSON text.
+    pub text: Option<String>,
+}
+
+impl From<SteelVal> for ToolOutput {
+    fn from(value: SteelVal) -> Self {
+        ToolOutput { value, text: None }
+    }
+}
+
+/// A Rust handler whose result may carry a text for models beside its value (see [`ToolOutput`]).
+pub type OutputHandler = Arc<dyn Fn(&ToolCtx, &[SteelVal]) -> Result<ToolOutput> + Send + Sync>;
+
 /// A confirmation preview: what a person is shown before the call runs (a diff, a command line).
 pub type Preview = Arc<dyn Fn(&ToolCtx, &[SteelVal]) -> Result<String> + Send + Sync>;
 
@@ -26,6 +46,8 @@ pub type Preview = Arc<dyn Fn(&ToolCtx, &[SteelVal]) -> Result<String> + Send + 
 pub enum Handler {
     /// A Rust function.
     Rust(RustHandler),
+    /// A Rust function whose result may have a text for models of its own (an MCP tool).
+    RustOutput(OutputHandler),
     /// A Scheme procedure registered with `register-tool`; it lives in the host's engine, found by
     /// the tool's name.
     Scheme,
@@ -58,6 +80,11 @@ impl Primitive {
     pub fn signature(&self) -> &Signature {
         &self.spec.signature
     }
+
+    /// Whether Rust code does its work (bound in Scheme as a procedure of its own).
+    pub fn is_rust(&self) -> bool {
+        matches!(self.handler, Handler::Rust(_) | Handler::RustOutput(_))
+    }
 }
 
 impl std::fmt::Debug for Primitive {
@@ -74,6 +101,9 @@ pub struct Registry {
     /// Name prefixes whose tools could not be registered, with why (an MCP server that did not
     /// start): a call naming one is told the reason instead of a bare "no such tool".
     unavailable: Vec<(String, String)>,
+    /// Tools that were registered and are gone, by name, with why (removed by their MCP server): a
+    /// call naming one is told so.
+    removed: HashMap<String, String>,
 }
 
 impl Registry {
@@ -89,6 +119,7 @@ impl Registry {
     /// [`SpecSet::insert`].
     pub fn register(&mut self, primitive: Primitive) -> Result<()> {
         self.specs.insert(Arc::clone(&primitive.spec))?;
+        self.removed.remove(primitive.name());
         self.tools.insert(primitive.name().to_string(), Arc::new(primitive));
         Ok(())
     }
@@ -115,9 +146,28 @@ impl Registry {
         self.unavailable.push((prefix.into(), why.into()));
     }
 
-    /// The `unknown_tool` error for `name`: why, when its prefix was noted unavailable, else a list
-    /// of the tools there are.
+    /// Removes the tool called `name` and records `why` (`removed by the MCP server "docs"`), for
+    /// the `unknown_tool` error of a later call naming it; true when there was one.
+    pub fn remove_noting(&mut self, name: &str, why: impl Into<String>) -> bool {
+        self.removed.insert(name.to_string(), why.into());
+        self.unregister(name)
+    }
+
+    /// The `unknown_tool` error for `name`: why, when it was removed or its prefix was noted
+    /// unavailable, else a list of the tools there are.
     pub fn unknown_tool_error(&self, name: &str) -> Error {
+        let removed = self
+            .removed
+            .iter()
+            .find(|(gone, _)| gone.as_str() == name || provider_name(gone).is_some_and(|mapped| mapped == name));
+        if let Some((gone, why)) = removed {
+            let shown = crate::value::clip(name.to_string());
+            return Error::new(
+                ErrorKind::UnknownTool,
+                format!("there is no tool called \"{shown}\" any more: {gone} was {why}"),
+            )
+            .with_tool(shown);
+        }
         let noted = self.unavailable.iter().find(|(prefix, _)| {
             name.starts_with(prefix.as_str())
                 || provider_name(prefix).is_some_and(|mapped| name.starts_with(mapped.as_str()))

@@ -94,15 +94,51 @@ pub fn tool_schema(tool: &ToolSpec, format: Format) -> Value {
             "function": {"name": name, "description": tool.description, "parameters": parameters},
         }),
         Format::Anthropic => json!({"name": name, "description": tool.description, "input_schema": parameters}),
-        Format::Mcp => json!({
-            "name": name,
-            "description": tool.description,
-            "inputSchema": parameters,
-            "annotations": {
-                "readOnlyHint": tool.annotations.read_only,
-                "destructiveHint": tool.annotations.destructive,
-            },
-        }),
+        Format::Mcp => {
+            let mut shown = json!({
+                "name": name,
+                "description": tool.description,
+                "inputSchema": parameters,
+                "annotations": {
+                    "readOnlyHint": tool.annotations.read_only,
+                    "destructiveHint": tool.annotations.destructive,
+                },
+            });
+            if let (Some(schema), Some(fields)) = (&tool.output_schema, shown.as_object_mut()) {
+                fields.insert("outputSchema".into(), mcp_output_schema(schema));
+            }
+            shown
+        }
+    }
+}
+
+/// The `outputSchema` MCP clients are shown for a declared output schema. MCP (2025-11-25) wants
+/// structured content to be an object: a schema whose root is one is shown as it is, any other is
+/// shown as an object holding the result under `"result"`, which is how such results are sent.
+///
+/// ```
+/// use serde_json::json;
+/// use toolhost::schema::mcp_output_schema;
+/// assert_eq!(
+///     mcp_output_schema(&json!({"type": "array"})),
+///     json!({"type": "object", "properties": {"result": {"type": "array"}}, "required": ["result"]})
+/// );
+/// ```
+pub fn mcp_output_schema(schema: &Value) -> Value {
+    if schema.get("type").and_then(Value::as_str) == Some("object") {
+        return schema.clone();
+    }
+    json!({"type": "object", "properties": {"result": schema}, "required": ["result"]})
+}
+
+/// The `structuredContent` an MCP client is sent for a result that is a value rather than text:
+/// an object as it is, a list, number or boolean under `"result"` (see [`mcp_output_schema`]).
+/// A string is text and null is nothing, so neither has one.
+pub fn mcp_structured_content(result: &Value) -> Option<Value> {
+    match result {
+        Value::String(_) | Value::Null => None,
+        Value::Object(_) => Some(result.clone()),
+        other => Some(json!({ "result": other })),
     }
 }
 

@@ -139,7 +139,9 @@ impl Setup {
 /// The tool source of a config's `[[mcp]]` servers.
 #[cfg(feature = "mcp")]
 fn mcp_servers(servers: Vec<McpServerConfig>) -> impl ToolSource {
-    crate::mcp::McpClients::configured(servers)
+    // The command line keeps the servers' tool lists: a command that calls none of their tools
+    // starts none of them.
+    crate::mcp::McpClients::configured(servers).cache_in(crate::mcp::cache::default_dir())
 }
 
 /// Without the `mcp` feature, the servers are reported, not started.

@@ -1,5 +1,6 @@
 //! A tool's spec: everything a model or a catalogue sees of a tool (name, description, parameters,
-//! annotations, and an MCP tool's own `inputSchema` kept as given), apart from the handler that
+//! annotations, an MCP tool's own `inputSchema` kept as given, the shape of its output when it
+//! declares one), apart from the handler that
 //! runs it; and [`SpecSet`], the specs of a host's tools with lookup by real and provider name.
 //! Schema, strict and P-format code read specs only, so a catalogue can be built and sent across
 //! threads or processes without the handlers.
@@ -37,18 +38,92 @@ pub struct ToolSpec {
     /// how calls are converted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<Value>,
+    /// The JSON Schema of the tool's result, when it declares one (see [`output_schema`]): MCP
+    /// clients are shown it as `outputSchema`, and the call path refuses a result whose root type
+    /// is not the declared one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 impl ToolSpec {
     /// A spec with no annotations and no raw schema.
     pub fn new(signature: Signature, description: impl Into<String>) -> Self {
-        ToolSpec { signature, description: description.into(), annotations: Annotations::default(), input_schema: None }
+        ToolSpec {
+            signature,
+            description: description.into(),
+            annotations: Annotations::default(),
+            input_schema: None,
+            output_schema: None,
+        }
+    }
+
+    /// Whether `result` has the root type of the declared output schema (true when none is
+    /// declared). Only the root is checked: nested constraints are the tool's own promise.
+    pub fn output_conforms(&self, result: &Value) -> bool {
+        let Some(declared) = self.output_schema.as_ref().and_then(|s| s.get("type")).and_then(Value::as_str) else {
+            return true;
+        };
+        match declared {
+            "object" => result.is_object(),
+            "array" => result.is_array(),
+            "integer" => result.is_i64() || result.is_u64(),
+            "number" => result.is_number(),
+            "boolean" => result.is_boolean(),
+            _ => true,
+        }
     }
 
     /// The tool's name.
     pub fn name(&self) -> &str {
         &self.signature.name
     }
+}
+
+/// The root types a declared output may have, as a tool declares them (`list` is JSON's `array`).
+/// A string result is text, which needs no shape, so `string` is not one of them.
+pub const OUTPUT_TYPES: [&str; 5] = ["integer", "number", "boolean", "list", "object"];
+
+/// The output schema a tool declares with `shape`: one of [`OUTPUT_TYPES`] (a root type and
+/// nothing more), or a JSON Schema object whose root `type` is one of them (`array` for `list`).
+///
+/// ```
+/// use serde_json::json;
+/// use toolhost::spec::output_schema;
+/// assert_eq!(output_schema("t", &json!("list")).unwrap(), json!({"type": "array"}));
+/// let point = json!({"type": "object", "properties": {"x": {"type": "number"}}});
+/// assert_eq!(output_schema("t", &point).unwrap(), point);
+/// assert!(output_schema("t", &json!("string")).is_err());
+/// ```
+///
+/// # Errors
+/// [`ErrorKind::InvalidDefinition`] naming the tool, for any other shape.
+pub fn output_schema(tool: &str, shape: &Value) -> Result<Value> {
+    let json_type = |name: &str| match name {
+        "list" | "array" => Some("array"),
+        "integer" | "number" | "boolean" | "object" => OUTPUT_TYPES.iter().copied().find(|t| *t == name),
+        _ => None,
+    };
+    let schema = match shape {
+        Value::String(name) => json_type(name).map(|t| serde_json::json!({ "type": t })),
+        Value::Object(schema) => schema
+            .get("type")
+            .and_then(Value::as_str)
+            .filter(|t| json_type(t).is_some_and(|mapped| mapped == *t))
+            .map(|_| shape.clone()),
+        _ => None,
+    };
+    schema.ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidDefinition,
+            format!(
+                "tool \"{tool}\": the output shape must be one of {} or a JSON Schema whose root \"type\" is one \
+                 of integer, number, boolean, array, object, got {}; a tool that returns text declares no shape",
+                OUTPUT_TYPES.join(", "),
+                crate::value::describe_json(shape)
+            ),
+        )
+        .with_tool(tool)
+    })
 }
 
 /// The specs of a set of tools, in registration order, with lookup by real name and by the name

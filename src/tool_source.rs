@@ -1,9 +1,14 @@
 //! Sources of tools a host starts with itself and keeps while it runs: the `[[mcp]]` servers of a
 //! config (`crate::mcp`), or an embedder's own (a plugin folder, a remote service). The host knows
-//! them only through [`ToolSource`].
+//! them only through [`ToolSource`]. A source whose tools change while the host runs (an MCP server
+//! that sends `notifications/tools/list_changed`) changes the host's registry through
+//! [`LiveTools`].
 
+use std::sync::{Arc, Weak};
+
+use crate::bridge::Shared;
 use crate::config::McpServerConfig;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::registry::Primitive;
 use crate::workspace::Workspace;
 
@@ -35,6 +40,51 @@ pub trait ToolSource: Send + 'static {
     /// Starts the source for a host working in `workspace` and gives its tools. Never fails as a
     /// whole: what went wrong goes into [`SourceTools::problems`].
     fn start(&mut self, workspace: &Workspace) -> SourceTools;
+
+    /// Gives the source the host's registry once the host is built, for tools that change while it
+    /// runs; from any thread. Sources whose tools never change ignore it.
+    fn attach(&mut self, _live: LiveTools) {}
+}
+
+/// A source's hold on the registry of the host it gave its tools to: tools added, replaced and
+/// removed while the host runs, from any thread. A call from a model sees the change at once; Scheme
+/// code sees an added tool from the next program that names it (a tool name is bound when a program
+/// that mentions it is read). It holds the host weakly: after the host is gone it changes nothing.
+#[derive(Clone)]
+pub struct LiveTools(Weak<Shared>);
+
+impl LiveTools {
+    pub(crate) fn new(shared: &Arc<Shared>) -> LiveTools {
+        LiveTools(Arc::downgrade(shared))
+    }
+
+    /// Adds `tool`, or replaces the tool of that name when `replace` (a source replaces only tools
+    /// it gave itself).
+    ///
+    /// # Errors
+    /// When the host is gone, the name is a Scheme procedure's, or the registry refuses it (see
+    /// [`crate::Registry::register`]: a name already taken, when not replacing).
+    pub fn add(&self, tool: Primitive, replace: bool) -> Result<()> {
+        let Some(shared) = self.0.upgrade() else { return Err(Error::tool_failed("the host is gone")) };
+        shared.check_free(tool.name())?;
+        let mut registry = shared.registry.write().map_err(|_| Error::tool_failed("the registry lock is poisoned"))?;
+        if replace {
+            registry.unregister(tool.name());
+        }
+        let name = tool.name().to_string();
+        registry.register(tool)?;
+        if let Ok(mut added) = shared.added.lock() {
+            added.push(name);
+        }
+        Ok(())
+    }
+
+    /// Removes the tool called `name`, which a call is then told was `why` (`removed by the MCP
+    /// server "docs"`); true when there was one.
+    pub fn remove(&self, name: &str, why: &str) -> bool {
+        let Some(shared) = self.0.upgrade() else { return false };
+        shared.registry.write().is_ok_and(|mut registry| registry.remove_noting(name, why))
+    }
 }
 
 /// The `[[mcp]]` servers of a config in a build without the `mcp` feature: none is started, each is

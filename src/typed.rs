@@ -210,6 +210,8 @@ pub struct Tool {
     docs: Vec<(String, String)>,
     annotations: Annotations,
     preview: Option<TypedPreview>,
+    /// The declared output shape, checked by [`Tool::build`].
+    output: Option<serde_json::Value>,
 }
 
 /// A preview function and the parameter types it was written for.
@@ -234,7 +236,23 @@ impl Tool {
             docs: Vec::new(),
             annotations: Annotations::default(),
             preview: None,
+            output: None,
         }
+    }
+
+    /// Declares the shape of the tool's result (see [`crate::spec::output_schema`]): a root type
+    /// (`"integer"`, `"number"`, `"boolean"`, `"list"`, `"object"`) or a JSON Schema with one. MCP
+    /// clients are shown it as `outputSchema`; a result of another root type fails the call.
+    ///
+    /// ```
+    /// use toolhost::{Tool, ToolCtx};
+    /// let count = Tool::new("count", "Count to three.").output(serde_json::json!("list"));
+    /// let tool = count.build(|_: &ToolCtx| serde_json::json!([1, 2, 3])).unwrap();
+    /// assert_eq!(tool.spec.output_schema, Some(serde_json::json!({"type": "array"})));
+    /// ```
+    pub fn output(mut self, shape: serde_json::Value) -> Self {
+        self.output = Some(shape);
+        self
     }
 
     /// Names and describes the next parameter of the function.
@@ -294,9 +312,11 @@ impl Tool {
     /// # Errors
     /// [`ErrorKind::InvalidDefinition`] when the number of `param` lines differs from the function's
     /// parameters, the preview's parameter types differ from the function's, or the signature
-    /// breaks a registry rule (see [`Signature::validate`]).
+    /// breaks a registry rule (see [`Signature::validate`]), or the declared output shape is not one.
     pub fn build<Args, F: ToolFn<Args>>(self, function: F) -> Result<Primitive> {
         let types = F::param_types();
+        let output_schema =
+            self.output.as_ref().map(|shape| crate::spec::output_schema(&self.name, shape)).transpose()?;
         if let Some(preview) = self.preview.as_ref().filter(|p| p.types != types) {
             return Err(Error::new(
                 ErrorKind::InvalidDefinition,
@@ -337,6 +357,7 @@ impl Tool {
                 description: self.description,
                 annotations: self.annotations,
                 input_schema: None,
+                output_schema,
             }),
             handler: Handler::Rust(Arc::new(move |ctx, args| function.call(ctx, args))),
             preview: self.preview.map(|p| p.run),

@@ -456,6 +456,7 @@ fn refused_record(tool: String, error: Error) -> CallRecord {
         repairs: Vec::new(),
         decision: None,
         result: Err(error),
+        text: None,
         elapsed: Duration::ZERO,
     }
 }
@@ -477,6 +478,7 @@ fn abandoned_record(request: &CallRequest, elapsed: Duration) -> CallRecord {
                 request.tool
             ),
         )),
+        text: None,
         elapsed,
     }
 }

@@ -232,6 +232,9 @@ impl HostBuilder {
         };
         let shared = Arc::new(Shared::new(registry.clone(), ctx, guard, scheme_names));
         bridge::install(&mut engine, &shared);
+        for source in &mut self.tool_sources {
+            source.attach(crate::tool_source::LiveTools::new(&shared));
+        }
         crate::check_call::install(&mut engine, &shared);
         for tool in registry.iter() {
             shared.check_free(tool.name())?;

@@ -45,7 +45,7 @@ impl Origin {
 /// What [`Host::reload`] or [`Host::load_tool_file`] changed, by tool name, and the files that
 /// failed. A tool is `changed` when its signature, its description or the text of the form that
 /// defines it changed (not when only a helper it calls did).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ReloadReport {
     /// Tools that were not there before.
     pub added: Vec<String>,
@@ -304,7 +304,9 @@ impl Host {
             }
             if let Some(tool) = self.shared.tool(name) {
                 match tool.handler {
-                    Handler::Rust(_) => bridge::bind_rust_tool(&mut self.engine, &self.shared, tool),
+                    Handler::Rust(_) | Handler::RustOutput(_) => {
+                        bridge::bind_rust_tool(&mut self.engine, &self.shared, tool)
+                    }
                     Handler::Scheme => self.bind_tool_name(name),
                 }
                 continue;

@@ -10,7 +10,7 @@ use steel::rvals::SteelVal;
 use super::{Host, INTERRUPTED, PRELUDE};
 use crate::args;
 use crate::bindings::Failure;
-use crate::bridge::steel_message;
+use crate::bridge::{self, steel_message};
 use crate::engine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::registry::Primitive;
@@ -58,6 +58,11 @@ impl Host {
         if let Some(offset) = scan.too_deep_at {
             let message = format!("brackets nest deeper than {} levels", engine::MAX_SOURCE_DEPTH);
             return Err(failure(ErrorKind::Script, line_of(source, offset), message));
+        }
+        // Tools a source added while the host ran (an MCP server's new tools), bound before the
+        // program that may name them is compiled.
+        for tool in self.shared.take_added() {
+            bridge::bind_rust_tool(&mut self.engine, &self.shared, tool);
         }
         self.prebind(&scan.tool_names);
         self.shared.reset_raised();

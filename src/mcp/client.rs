@@ -1,6 +1,8 @@
 //! toolhost as an MCP client: [`McpClients`] starts the `[[mcp]]` servers of a config (a child
-//! process over stdio, or a streamable HTTP endpoint), lists their tools once, and turns each into a
-//! [`Primitive`] whose Rust handler sends `tools/call` to its server. It owns the tokio runtime the
+//! process over stdio, or a streamable HTTP endpoint), or takes their tool lists from the cache and
+//! starts each at its first call; lists their tools at every start and after every
+//! `notifications/tools/list_changed`, keeping the host's registry in line ([`LiveTools`]); and
+//! turns each tool into a [`Primitive`] whose Rust handler sends `tools/call` to its server. It owns the tokio runtime the
 //! SDK (`rmcp`) needs; the host stays synchronous and blocks on a call with the server's time limit.
 //! How schemas, arguments and results are converted lives in `convert.rs`.
 //!
@@ -11,8 +13,8 @@
 //!   them once on standard error); its tools are not registered, and a call naming one is an `unknown_tool` error that says the server did not start.
 //!   It is not retried: its tool list was never known.
 //! - a server that stops while the host runs (it exits, it is killed, its connection drops) is
-//!   reported once on standard error, and the next call of one of its tools starts it again (its
-//!   tool list is the one read at start-up). A call that was waiting for its answer fails with
+//!   reported once on standard error, and the next call of one of its tools starts it again (and
+//!   lists its tools again). A call that was waiting for its answer fails with
 //!   `tool_failed`: the server may or may not have done the work, so it is not sent again. A call
 //!   that could not even be written to a stdio server's input never reached it, so it goes to the
 //!   server started in its place.
@@ -25,9 +27,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex as StdMutex, OnceLock};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{Peer, RoleClient, RunningService, ServiceError};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool,
+};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use serde_json::{Map, Value};
 use steel::rvals::SteelVal;
@@ -36,9 +40,10 @@ use tokio::sync::Mutex;
 
 use crate::config::{McpServerConfig, McpTransport};
 use crate::error::{Error, ErrorKind, Result};
+use crate::mcp::cache::CachedList;
 use crate::mcp::convert;
-use crate::registry::{Handler, Primitive, RustHandler};
-use crate::tool_source::{SourceTools, ToolSource};
+use crate::registry::{Handler, OutputHandler, Primitive, ToolOutput};
+use crate::tool_source::{LiveTools, SourceTools, ToolSource};
 use crate::workspace::Workspace;
 
 /// How long one call (and starting a server) may take when the config sets no `timeout_s`.
@@ -54,10 +59,34 @@ const STDERR_TAIL_LINES: usize = 12;
 /// How long dropping the clients waits for each server to shut down before it is killed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
+/// How long a server's process gets to exit after its input is closed, and again after SIGTERM.
+const CHILD_EXIT_GRACE: Duration = Duration::from_secs(2);
+
 /// How long a server that stopped gets for its last lines on standard error to arrive.
 const STDERR_GRACE: Duration = Duration::from_secs(2);
 
-type Service = RunningService<RoleClient, ClientConfig>;
+/// How long the client waits after a `notifications/tools/list_changed` for more before it lists
+/// again: a server that changes several tools at once is listed once.
+const LIST_CHANGED_SETTLE: Duration = Duration::from_millis(50);
+
+type Service = RunningService<RoleClient, ServerEvents>;
+
+/// The client side of one connection: says who toolhost is, and passes the server's
+/// `notifications/tools/list_changed` on to the task that lists its tools again.
+struct ServerEvents {
+    info: ClientConfig,
+    list_changed: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+impl rmcp::ClientHandler for ServerEvents {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.list_changed.send(());
+    }
+}
 
 /// The MCP servers of a host: a [`ToolSource`] that starts them together, gives their tools as
 /// primitives and their failures as load errors. Dropping it shuts the servers down.
@@ -80,6 +109,8 @@ type Service = RunningService<RoleClient, ClientConfig>;
 /// ```
 pub struct McpClients {
     configs: Vec<McpServerConfig>,
+    /// Where tool lists are kept between runs, when they are.
+    cache_dir: Option<PathBuf>,
     runtime: Option<tokio::runtime::Runtime>,
     /// Set once the servers are started; shared with [`McpStatus`].
     servers: Arc<OnceLock<Vec<Arc<Server>>>>,
@@ -89,7 +120,16 @@ impl McpClients {
     /// The clients of these servers, none started yet: a host starts them when it is built (see
     /// [`crate::HostBuilder::tool_source`]).
     pub fn configured(configs: Vec<McpServerConfig>) -> McpClients {
-        McpClients { configs, runtime: None, servers: Arc::new(OnceLock::new()) }
+        McpClients { configs, cache_dir: None, runtime: None, servers: Arc::new(OnceLock::new()) }
+    }
+
+    /// Keeps each server's tool list in `dir` (see [`crate::mcp::cache`]): a host whose servers'
+    /// lists are kept starts none of them until one of their tools is called, and every start
+    /// lists the tools again. `None` keeps nothing (the default): every server starts with the
+    /// host.
+    pub fn cache_in(mut self, dir: Option<PathBuf>) -> McpClients {
+        self.cache_dir = dir;
+        self
     }
 
     /// What can be asked of the servers once the host holds the clients.
@@ -124,12 +164,23 @@ impl ToolSource for McpClients {
             }
         };
         let root = workspace.root();
-        let servers: Vec<Arc<Server>> =
-            self.configs.iter().map(|c| Arc::new(Server::new(c.clone(), root, runtime.handle().clone()))).collect();
-        // Start them all at once and wait for each: a slow server delays start-up by its own time
-        // only.
+        let servers: Vec<Arc<Server>> = self
+            .configs
+            .iter()
+            .map(|c| {
+                let cache = self.cache_dir.as_deref().map(|dir| CachedList::new(dir, c, root));
+                Arc::new(Server::new(c.clone(), root, runtime.handle().clone(), cache))
+            })
+            .collect();
+        // A server whose tool list is kept is not started: its first call starts it. The others
+        // start all at once, and the host waits for each: a slow server delays start-up by its own
+        // time only.
         let (tx, rx) = mpsc::channel();
         for (index, server) in servers.iter().enumerate() {
+            if let Some(tools) = server.cache.as_ref().and_then(CachedList::read) {
+                let _ = tx.send((index, Ok(tools)));
+                continue;
+            }
             let (server, tx) = (Arc::clone(server), tx.clone());
             runtime.spawn(async move {
                 let _ = tx.send((index, server.start().await));
@@ -150,6 +201,7 @@ impl ToolSource for McpClients {
                     for tool in &tools {
                         given.tools.push(primitive(&server, tool));
                     }
+                    server.listed_at_start(tools);
                     started.push(server);
                 }
                 Err(why) => fail(&mut given, &server.config, why),
@@ -158,6 +210,13 @@ impl ToolSource for McpClients {
         let _ = self.servers.set(started);
         self.runtime = Some(runtime);
         given
+    }
+
+    /// Keeps the registry of the host, so a server's changed tool list changes it.
+    fn attach(&mut self, live: LiveTools) {
+        for server in self.servers.get().into_iter().flatten() {
+            server.attach(live.clone());
+        }
     }
 }
 
@@ -211,12 +270,11 @@ fn primitive(server: &Arc<Server>, tool: &rmcp::model::Tool) -> Primitive {
     let spec = Arc::new(convert::spec(&server.config.name, tool));
     let (server, remote) = (Arc::clone(server), tool.name.to_string());
     let signature = spec.signature.clone();
-    let handler: RustHandler = Arc::new(move |_ctx, values: &[SteelVal]| {
+    let handler: OutputHandler = Arc::new(move |_ctx, values: &[SteelVal]| {
         let arguments = convert::arguments(&signature, values)?;
-        let text = server.call_blocking(&remote, arguments)?;
-        Ok(SteelVal::StringV(text.into()))
+        server.call_blocking(&remote, arguments)
     });
-    Primitive { spec, handler: Handler::Rust(handler), preview: None }
+    Primitive { spec, handler: Handler::RustOutput(handler), preview: None }
 }
 
 /// One configured server and its connection, which it restarts after the server stopped.
@@ -231,6 +289,20 @@ struct Server {
     connection: Mutex<Connection>,
     /// The server's last lines on standard error.
     stderr_tail: Arc<StdMutex<VecDeque<String>>>,
+    /// The host's registry, once the host is built.
+    live: OnceLock<LiveTools>,
+    /// The server's tools: those the registry has and the server's latest list.
+    tools: StdMutex<Listed>,
+    /// Where its tool list is kept between runs.
+    cache: Option<CachedList>,
+}
+
+/// A server's tools as the registry has them and as the server last listed them; they differ
+/// only until the registry is attached.
+#[derive(Default)]
+struct Listed {
+    registered: Vec<Tool>,
+    latest: Vec<Tool>,
 }
 
 #[derive(Default)]
@@ -244,6 +316,8 @@ struct Connection {
 struct Live {
     service: Service,
     stderr: Option<tokio::task::JoinHandle<()>>,
+    /// The server's process, for a stdio server.
+    child: Option<tokio::process::Child>,
 }
 
 impl Live {
@@ -251,18 +325,107 @@ impl Live {
         !self.service.is_transport_closed()
     }
 
-    /// Closes the connection (a child still there gets its standard input closed, then is killed)
-    /// and lets the child's last lines on standard error arrive.
+    /// Closes the connection as MCP's stdio shutdown says: the child's standard input is closed,
+    /// then it gets time to exit, then SIGTERM, then it is killed. Then its last lines on standard
+    /// error arrive.
     async fn close(self) {
         let _ = tokio::time::timeout(SHUTDOWN_GRACE, self.service.cancel()).await;
+        if let Some(mut child) = self.child {
+            if tokio::time::timeout(CHILD_EXIT_GRACE, child.wait()).await.is_err() {
+                if let Some(pid) = child.id().and_then(|pid| rustix::process::Pid::from_raw(pid as i32)) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+                }
+                if tokio::time::timeout(CHILD_EXIT_GRACE, child.wait()).await.is_err() {
+                    let _ = child.kill().await;
+                }
+            }
+        }
         if let Some(task) = self.stderr {
             let _ = tokio::time::timeout(STDERR_GRACE, task).await;
         }
     }
 }
 
+/// A child's standard output as the SDK reads it, checked line by line until its first JSON
+/// message. The SDK skips lines that are not JSON, so a server that writes anything else first (a
+/// banner, a log line: it is not speaking MCP there) would be noticed only when the start time ran
+/// out; here reading stops at once, and what it wrote explains the failure.
+struct FirstLinesChecked<R> {
+    inner: R,
+    /// The line read so far, while checking.
+    line: Vec<u8>,
+    checking: bool,
+    /// The first line that was not JSON, shortened.
+    not_json: Arc<StdMutex<Option<String>>>,
+}
+
+/// The longest first line checked; a longer one is let through for the SDK to judge.
+const CHECKED_LINE_BYTES: usize = 1 << 20;
+
+impl<R> FirstLinesChecked<R> {
+    fn new(inner: R, not_json: Arc<StdMutex<Option<String>>>) -> Self {
+        FirstLinesChecked { inner, line: Vec::new(), checking: true, not_json }
+    }
+
+    /// Looks at newly read bytes; false when they complete a line that is not JSON.
+    fn check(&mut self, fresh: &[u8]) -> bool {
+        for &byte in fresh {
+            if !self.checking {
+                break;
+            }
+            if byte != b'\n' {
+                self.line.push(byte);
+                self.checking = self.line.len() <= CHECKED_LINE_BYTES;
+                continue;
+            }
+            let line = std::mem::take(&mut self.line);
+            let text = line.trim_ascii();
+            if text.is_empty() {
+                continue;
+            }
+            if serde_json::from_slice::<serde::de::IgnoredAny>(text).is_ok() {
+                self.checking = false;
+            } else {
+                let shown: String = String::from_utf8_lossy(text).chars().take(200).collect();
+                if let Ok(mut slot) = self.not_json.lock() {
+                    *slot = Some(shown);
+                }
+                return false;
+            }
+        }
+        true
+    }
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for FirstLinesChecked<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::task::Poll;
+        let before = buf.filled().len();
+        let this = &mut *self;
+        match std::pin::Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) if this.checking => {
+                let fresh = buf.filled()[before..].to_vec();
+                if this.check(&fresh) {
+                    Poll::Ready(Ok(()))
+                } else {
+                    buf.set_filled(before);
+                    Poll::Ready(Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "the server wrote a line that is not an MCP message",
+                    )))
+                }
+            }
+            other => other,
+        }
+    }
+}
+
 impl Server {
-    fn new(config: McpServerConfig, root: &Path, runtime: tokio::runtime::Handle) -> Server {
+    fn new(config: McpServerConfig, root: &Path, runtime: tokio::runtime::Handle, cache: Option<CachedList>) -> Server {
         let timeout = config.timeout_s.and_then(|s| Duration::try_from_secs_f64(s).ok()).unwrap_or(DEFAULT_TIMEOUT);
         Server {
             config,
@@ -272,7 +435,72 @@ impl Server {
             runtime,
             connection: Mutex::new(Connection::default()),
             stderr_tail: Arc::new(StdMutex::new(VecDeque::new())),
+            live: OnceLock::new(),
+            tools: StdMutex::new(Listed::default()),
+            cache,
         }
+    }
+
+    /// Whether the server's latest list has the tool called `tool`.
+    fn lists(&self, tool: &str) -> bool {
+        self.tools.lock().is_ok_and(|listed| listed.latest.iter().any(|t| t.name == tool))
+    }
+
+    /// Records the tools given to the host at start-up as registered.
+    fn listed_at_start(&self, tools: Vec<Tool>) {
+        if let Ok(mut listed) = self.tools.lock() {
+            listed.registered = tools.clone();
+            listed.latest = tools;
+        }
+    }
+
+    fn attach(self: &Arc<Self>, live: LiveTools) {
+        let _ = self.live.set(live);
+        if let Ok(mut listed) = self.tools.lock() {
+            self.reconcile(&mut listed);
+        }
+    }
+
+    /// Takes `tools` as the server's list now, keeps it for the next run, and brings the registry
+    /// in line with it.
+    fn relisted(self: &Arc<Self>, tools: Vec<Tool>) {
+        if let Some(cache) = &self.cache {
+            cache.write(&tools);
+        }
+        if let Ok(mut listed) = self.tools.lock() {
+            listed.latest = tools;
+            self.reconcile(&mut listed);
+        }
+    }
+
+    /// Makes the registry hold the server's latest tools: new ones are added, changed ones
+    /// replaced, and those the server no longer lists removed (a call of one is told the server
+    /// removed it). Nothing happens before the registry is attached.
+    fn reconcile(self: &Arc<Self>, listed: &mut Listed) {
+        let Some(live) = self.live.get() else { return };
+        let name = self.name().to_string();
+        let mut registered = Vec::new();
+        for old in &listed.registered {
+            if !listed.latest.iter().any(|tool| tool.name == old.name) {
+                live.remove(&convert::tool_name(&name, &old.name), &format!("removed by the MCP server \"{name}\""));
+            }
+        }
+        for tool in &listed.latest {
+            let before = listed.registered.iter().find(|old| old.name == tool.name);
+            if before == Some(tool) {
+                registered.push(tool.clone());
+                continue;
+            }
+            match live.add(primitive(self, tool), before.is_some()) {
+                Ok(()) => registered.push(tool.clone()),
+                Err(e) => eprintln!(
+                    "toolhost: the tool {} of mcp server \"{name}\" is not registered: {}",
+                    convert::tool_name(&name, &tool.name),
+                    e.message()
+                ),
+            }
+        }
+        listed.registered = registered;
     }
 
     fn name(&self) -> &str {
@@ -280,7 +508,7 @@ impl Server {
     }
 
     /// Connects and lists the tools, within the time limit.
-    async fn start(&self) -> std::result::Result<Vec<rmcp::model::Tool>, String> {
+    async fn start(self: &Arc<Self>) -> std::result::Result<Vec<rmcp::model::Tool>, String> {
         let started = tokio::time::timeout(self.start_time, async {
             let live = self.connect().await?;
             let tools = live.service.peer().list_all_tools().await;
@@ -299,6 +527,9 @@ impl Server {
                 return Err(self.explain(&format!("tools/list failed: {e}")));
             }
         };
+        if let Some(cache) = &self.cache {
+            cache.write(&tools);
+        }
         let mut connection = self.connection.lock().await;
         connection.live = Some(live);
         connection.generation += 1;
@@ -315,32 +546,86 @@ impl Server {
     }
 
     /// Opens a connection: starts the child or reaches the URL, and runs MCP's initialization.
-    async fn connect(&self) -> std::result::Result<Live, String> {
+    /// While it is open, the server's `notifications/tools/list_changed` make the client list its
+    /// tools again.
+    async fn connect(self: &Arc<Self>) -> std::result::Result<Live, String> {
         // Lines a previous process wrote explain nothing about this one.
         if let Ok(mut tail) = self.stderr_tail.lock() {
             tail.clear();
         }
-        let client = ClientConfig::new(
+        let (list_changed, changes) = tokio::sync::mpsc::unbounded_channel();
+        let info = ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
-        );
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25);
+        let client = ServerEvents { info, list_changed };
+        let live = self.open(client).await?;
+        self.follow_list_changes(live.service.peer().clone(), changes);
+        Ok(live)
+    }
+
+    /// Lists the tools again after each `notifications/tools/list_changed` the connection brings,
+    /// until it closes.
+    fn follow_list_changes(
+        self: &Arc<Self>,
+        peer: Peer<RoleClient>,
+        mut changes: tokio::sync::mpsc::UnboundedReceiver<()>,
+    ) {
+        let server = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while changes.recv().await.is_some() {
+                tokio::time::sleep(LIST_CHANGED_SETTLE).await;
+                while changes.try_recv().is_ok() {}
+                let Some(server) = server.upgrade() else { break };
+                match tokio::time::timeout(server.timeout, peer.list_all_tools()).await {
+                    Ok(Ok(tools)) => server.relisted(tools),
+                    Ok(Err(e)) => eprintln!(
+                        "toolhost: mcp server \"{}\" said its tools changed, but listing them failed: {e}",
+                        server.name()
+                    ),
+                    Err(_) => eprintln!(
+                        "toolhost: mcp server \"{}\" said its tools changed, but did not list them within {} s",
+                        server.name(),
+                        server.timeout.as_secs_f64()
+                    ),
+                }
+            }
+        });
+    }
+
+    /// Starts the child or reaches the URL, and runs MCP's initialization with `client`.
+    async fn open(&self, client: ServerEvents) -> std::result::Result<Live, String> {
         match &self.config.transport {
             McpTransport::Stdio { command, args, env } => {
+                use std::process::Stdio;
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args).envs(env).current_dir(&self.root).kill_on_drop(true);
-                let (transport, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|e| format!("cannot run `{command}`: {e}"))?;
-                let forwarding = stderr.map(|stderr| self.forward_stderr(stderr));
-                match client.serve(transport).await {
-                    Ok(service) => Ok(Live { service, stderr: forwarding }),
+                cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+                let mut child = cmd.spawn().map_err(|e| format!("cannot run `{command}`: {e}"))?;
+                let forwarding = child.stderr.take().map(|stderr| self.forward_stderr(stderr));
+                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                    return Err(format!("`{command}` started without its standard input and output"));
+                };
+                let not_json = Arc::new(StdMutex::new(None));
+                let reader = FirstLinesChecked::new(stdout, Arc::clone(&not_json));
+                match client.serve((reader, stdin)).await {
+                    Ok(service) => Ok(Live { service, stderr: forwarding, child: Some(child) }),
                     Err(e) => {
-                        // The child has exited or will be killed: let its last words arrive.
+                        // The child is ended (it may have exited already): let its last words
+                        // arrive.
+                        let _ = child.start_kill();
                         if let Some(task) = forwarding {
                             let _ = tokio::time::timeout(STDERR_GRACE, task).await;
                         }
-                        Err(self.explain(&initialize_failure(&e)))
+                        let wrote = not_json.lock().ok().and_then(|mut seen| seen.take());
+                        let why = match wrote {
+                            Some(line) => {
+                                format!("it wrote something that is not MCP on its standard output: `{line}`")
+                            }
+                            None => initialize_failure(&e),
+                        };
+                        Err(self.explain(&why))
                     }
                 }
             }
@@ -348,7 +633,7 @@ impl Server {
                 install_crypto_provider();
                 let transport = StreamableHttpClientTransport::from_uri(url.as_str());
                 match client.serve(transport).await {
-                    Ok(service) => Ok(Live { service, stderr: None }),
+                    Ok(service) => Ok(Live { service, stderr: None, child: None }),
                     Err(e) => Err(format!("cannot reach {url}: {}", initialize_failure(&e))),
                 }
             }
@@ -402,7 +687,7 @@ impl Server {
     }
 
     /// The peer of a live connection, starting the server again when it has stopped.
-    async fn peer(&self) -> Result<(Peer<RoleClient>, u64)> {
+    async fn peer(self: &Arc<Self>) -> Result<(Peer<RoleClient>, u64)> {
         let mut connection = self.connection.lock().await;
         if let Some(live) = connection.live.take() {
             if live.is_open() {
@@ -417,24 +702,36 @@ impl Server {
                 self.explain(&format!("mcp server \"{}\" stopped; starting it again", self.name()))
             );
         }
-        let restarted = tokio::time::timeout(self.start_time, self.connect()).await;
+        // Every start lists the tools again: they may have changed while it was not running.
+        let restarted = tokio::time::timeout(self.start_time, async {
+            let live = self.connect().await?;
+            match live.service.peer().list_all_tools().await {
+                Ok(tools) => Ok((live, tools)),
+                Err(e) => {
+                    live.close().await;
+                    Err(self.explain(&format!("tools/list failed: {e}")))
+                }
+            }
+        })
+        .await;
         match restarted {
-            Ok(Ok(live)) => {
+            Ok(Ok((live, tools))) => {
+                self.relisted(tools);
                 connection.generation += 1;
                 let peer = live.service.peer().clone();
                 connection.live = Some(live);
                 Ok((peer, connection.generation))
             }
-            Ok(Err(why)) => Err(Error::tool_failed(format!(
-                "the MCP server \"{}\" is not running and did not start again: {why}",
-                self.name()
-            ))),
-            Err(_) => Err(Error::tool_failed(format!(
-                "the MCP server \"{}\" is not running and did not start again: {}",
-                self.name(),
-                self.explain(&self.no_answer())
-            ))),
+            Ok(Err(why)) => Err(self.not_started(connection.generation, &why)),
+            Err(_) => Err(self.not_started(connection.generation, &self.explain(&self.no_answer()))),
         }
+    }
+
+    /// The error of a call whose server did not start: for the first time (its tool list was
+    /// kept from an earlier run), or again after it stopped.
+    fn not_started(&self, generation: u64, why: &str) -> Error {
+        let state = if generation == 0 { "did not start" } else { "is not running and did not start again" };
+        Error::tool_failed(format!("the MCP server \"{}\" {state}: {why}", self.name()))
     }
 
     /// Forgets connection `generation` after it failed, and reports the stop once, saying `next`.
@@ -449,8 +746,20 @@ impl Server {
     }
 
     /// Sends `tools/call` and waits for the answer, within the time limit.
-    async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<String> {
+    async fn call(self: &Arc<Self>, tool: &str, arguments: Map<String, Value>) -> Result<CallToolResult> {
         let (mut peer, mut generation) = self.peer().await?;
+        if !self.lists(tool) {
+            // Starting the server listed its tools again, and this one was gone.
+            let name = convert::tool_name(self.name(), tool);
+            return Err(Error::new(
+                ErrorKind::UnknownTool,
+                format!(
+                    "there is no tool called \"{name}\" any more: {name} was removed by the MCP server \"{}\"",
+                    self.name()
+                ),
+            )
+            .with_tool(name));
+        }
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let mut answer = tokio::time::timeout(self.timeout, peer.call_tool(params.clone())).await;
         if let Ok(Err(ServiceError::TransportSend(_))) = &answer {
@@ -473,12 +782,12 @@ impl Server {
                 ),
             )),
             Ok(Ok(result)) => {
-                let text = convert::result_text(&result);
                 if result.is_error == Some(true) {
+                    let text = convert::result_text(&result);
                     let text = if text.trim().is_empty() { "the server reported an error and said nothing more" } else { &text };
                     return Err(Error::tool_failed(text.to_string()));
                 }
-                Ok(text)
+                Ok(result)
             }
             Ok(Err(ServiceError::McpError(e))) => {
                 Err(Error::tool_failed(format!("the MCP server \"{}\" refused the call: {}", self.name(), e.message)))
@@ -501,14 +810,17 @@ impl Server {
 
     /// [`Server::call`] from synchronous code: the call runs on the runtime and this thread waits
     /// for it, so it works from any thread, inside another runtime's task or not.
-    fn call_blocking(self: &Arc<Self>, tool: &str, arguments: Map<String, Value>) -> Result<String> {
+    fn call_blocking(self: &Arc<Self>, tool: &str, arguments: Map<String, Value>) -> Result<ToolOutput> {
         let (tx, rx) = mpsc::channel();
         let (server, tool) = (Arc::clone(self), tool.to_string());
         self.runtime.spawn(async move {
             let _ = tx.send(server.call(&tool, arguments).await);
         });
-        rx.recv()
-            .unwrap_or_else(|_| Err(Error::tool_failed(format!("the MCP client of \"{}\" has shut down", self.name()))))
+        let answer = rx.recv().unwrap_or_else(|_| {
+            Err(Error::tool_failed(format!("the MCP client of \"{}\" has shut down", self.name())))
+        });
+        // Scheme values stay on this thread: the result becomes one here.
+        answer.map(|result| convert::result_output(&result))
     }
 
     async fn shut_down(&self) {

@@ -43,7 +43,7 @@ pub fn serve(flags: &Flags) -> i32 {
         Err(code) => return code,
     };
     let writer = tokio::fs::File::from_std(protocol);
-    match McpServer::new(handle).run(tokio::io::stdin(), writer) {
+    match McpServer::new(handle).watching_tools().run(tokio::io::stdin(), writer) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("toolhost: {e}");

@@ -1,7 +1,8 @@
 //! MCP's shapes to toolhost's and back, with no I/O: an MCP tool's description becomes a
 //! [`ToolSpec`] (a [`Signature`] read from its `inputSchema`, the schema itself kept for providers,
 //! its hints as [`Annotations`]); the positional values a handler receives become the `arguments`
-//! object of a `tools/call`, void left out; and a `tools/call` result becomes the text a model reads.
+//! object of a `tools/call`, void left out; and a `tools/call` result becomes the text a model reads
+//! and, when it carries structured content, the value Scheme code receives.
 //! The connections themselves live in `client.rs`.
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, Tool, ToolAnnotations};
@@ -27,6 +28,12 @@ pub fn spec(server: &str, tool: &Tool) -> ToolSpec {
     let mut spec = ToolSpec::new(signature(&tool_name(server, &tool.name), schema), describe(tool));
     spec.annotations = annotations(tool.annotations.as_ref());
     spec.input_schema = Some(Value::Object(schema.clone()));
+    // A server's own output schema is kept when its root type is one toolhost checks results
+    // against; any other is still a promise of the server's, shown to no one.
+    spec.output_schema = tool
+        .output_schema
+        .as_ref()
+        .and_then(|schema| crate::spec::output_schema(&tool.name, &Value::Object(schema.as_ref().clone())).ok());
     spec
 }
 
@@ -176,6 +183,26 @@ pub fn result_text(result: &CallToolResult) -> String {
     }
     let parts: Vec<String> = result.content.iter().map(content_text).collect();
     parts.join("\n")
+}
+
+/// What a tool handler gives back for a `tools/call` result: Scheme code receives its structured
+/// content as a value (a hash map, a list), while a model reads [`result_text`]; a result without
+/// structured content is that text for both.
+///
+/// ```
+/// use rmcp::model::CallToolResult;
+/// use toolhost::mcp::convert::result_output;
+/// let output = result_output(&CallToolResult::structured(serde_json::json!({"sum": 3})));
+/// assert_eq!(toolhost::value::write_scheme(&output.value), "#hash((\"sum\" . 3))");
+/// assert_eq!(output.text.as_deref(), Some("{\"sum\":3}"));
+/// ```
+pub fn result_output(result: &CallToolResult) -> crate::registry::ToolOutput {
+    let text = result_text(result);
+    let value = result.structured_content.as_ref().and_then(|v| value::json_to_scheme(v, ParamType::Any).ok());
+    match value {
+        Some(value) => crate::registry::ToolOutput { value, text: Some(text) },
+        None => crate::registry::ToolOutput { value: SteelVal::StringV(text.into()), text: None },
+    }
 }
 
 /// One content block as text.

@@ -36,12 +36,21 @@ use crate::spec::ToolSpec;
 #[derive(Clone)]
 pub struct McpServer {
     handle: HostHandle,
+    /// Whether the host's tool folders are watched while it serves.
+    watch_tools: bool,
 }
 
 impl McpServer {
     /// A server for the host behind `handle`.
     pub fn new(handle: HostHandle) -> Self {
-        McpServer { handle }
+        McpServer { handle, watch_tools: false }
+    }
+
+    /// Watches the host's tool folders while it serves: a `.scm` file added, changed or removed
+    /// loads the tools again, and the client is told its tool list changed (see `watch.rs`).
+    pub fn watching_tools(mut self) -> Self {
+        self.watch_tools = true;
+        self
     }
 
     /// Serves MCP on `reader` and `writer` until the client closes the connection.
@@ -59,7 +68,10 @@ impl McpServer {
             .enable_all()
             .build()
             .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))?;
-        let outcome = runtime.block_on(stdio::serve(self, reader, writer));
+        let (handle, watch_tools, spawner) = (self.handle.clone(), self.watch_tools, runtime.handle().clone());
+        let outcome = runtime.block_on(stdio::serve(self, reader, writer, move |peer| {
+            watch_tools.then(|| super::watch::ToolWatch::start(handle, peer, spawner))
+        }));
         // A read of standard input cannot be cancelled; do not wait for one that never ends.
         runtime.shutdown_background();
         outcome
@@ -110,7 +122,7 @@ impl ServerHandler for McpServer {
     }
 
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_protocol_version(PROTOCOL)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -183,8 +195,13 @@ impl ServerHandler for McpServer {
         drop(turn);
         let record = record.map_err(|e| ErrorData::internal_error(format!("the host request failed: {e}"), None))?;
         let content = vec![ContentBlock::text(record.model_text())];
-        Ok(match record.result {
-            Ok(_) => CallToolResult::success(content),
+        Ok(match &record.result {
+            // A value rather than text goes as structured content too, the text beside it.
+            Ok(result) => {
+                let mut answer = CallToolResult::success(content);
+                answer.structured_content = schema::mcp_structured_content(result);
+                answer
+            }
             Err(_) => CallToolResult::error(content),
         }
         .into())

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use rmcp::model::{ClientJsonRpcMessage, ErrorCode, GetExtensions, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
-use rmcp::service::{RoleServer, ServiceExt};
+use rmcp::service::{Peer, RoleServer, ServiceExt};
 use rmcp::transport::Transport;
 use rmcp::ServerHandler;
 use serde_json::json;
@@ -356,10 +356,11 @@ async fn write_output<W: AsyncWrite + Unpin>(mut writer: W, mut lines: mpsc::Unb
 
 /// Serves `service` on `reader` and `writer` until the input ends, then stops what runs and writes
 /// what is left to write.
-pub async fn serve<S: ServerHandler>(
+pub async fn serve<S: ServerHandler, Held>(
     service: S,
     reader: impl AsyncRead + Send + Unpin + 'static,
     writer: impl AsyncWrite + Send + Unpin + 'static,
+    started: impl FnOnce(Peer<RoleServer>) -> Held,
 ) -> Result<()> {
     let (output, lines) = mpsc::unbounded_channel();
     let (to_sdk, from_input) = mpsc::unbounded_channel();
@@ -378,6 +379,9 @@ pub async fn serve<S: ServerHandler>(
     let channel = StdioChannel { exchange: Arc::clone(&exchange), from_input };
     let outcome = match service.serve(channel).await {
         Ok(running) => {
+            // What the caller started once the client is there (a watch on the tool folders), held
+            // while the connection lasts.
+            let _held = started(running.peer().clone());
             running.waiting().await.map(drop).map_err(|e| Error::tool_failed(format!("the MCP server stopped: {e}")))
         }
         Err(e) => Err(Error::tool_failed(format!("MCP initialization with the client failed: {e}"))),

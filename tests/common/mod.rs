@@ -56,8 +56,8 @@ pub fn numbered_lines(text: &str) -> Vec<u64> {
     text.lines().filter_map(|l| l.split('\t').next()?.trim().parse().ok()).collect()
 }
 
-/// A home folder of a test's own: the `toolhost` processes a test runs get it as `HOME` and
-/// `XDG_CONFIG_HOME`, so no test reads or writes the real user's config or trust store. steel's
+/// A home folder of a test's own: the `toolhost` processes a test runs get it as `HOME`,
+/// `XDG_CONFIG_HOME` and `XDG_CACHE_HOME` (where MCP tool lists are kept), so no test reads or writes the real user's config or trust store. steel's
 /// own `STEEL_HOME` is left unset, as a newcomer's shell has it.
 pub struct Home(tempfile::TempDir);
 
@@ -94,6 +94,7 @@ impl Home {
         command
             .env("HOME", self.0.path())
             .env("XDG_CONFIG_HOME", self.0.path().join("xdg-config"))
+            .env("XDG_CACHE_HOME", self.0.path().join("xdg-cache"))
             .env_remove("XDG_DATA_HOME")
             .env_remove("STEEL_HOME")
             .env("TOOLHOST_HISTORY", self.history_file());

@@ -366,3 +366,40 @@ fn a_tool_defined_by_two_files_keeps_the_first_definition_in_scheme_and_json() {
     assert_eq!(host.eval_to_string("(dup)").unwrap(), "first");
     assert_eq!(ok_text(&host.call_json("dup", "{}")), "first");
 }
+
+/// The README's block that declares output shapes (`word-stats`, `answer`).
+fn readme_output_shapes() -> String {
+    let readme = include_str!("../../README.md");
+    let at = readme.find("(define-tool (word-stats").expect("the README declares word-stats");
+    let len = readme[at..].find("```").expect("the block ends");
+    readme[at..at + len].to_string()
+}
+
+#[test]
+fn a_declared_output_shape_is_the_tools_output_schema_and_a_result_that_breaks_it_fails() {
+    let dir = workspace(&[
+        ("words.txt", "a bb ccc\n"),
+        (".toolhost/tools/shapes.scm", &readme_output_shapes()),
+        (
+            ".toolhost/tools/wrong.scm",
+            r#"(register-tool "liar" "Says a list, gives a number." '() (lambda () 3) "list")"#,
+        ),
+    ]);
+    let mut host = host(&dir);
+    let stats = host.tool("word-stats").unwrap();
+    assert_eq!(stats.spec.output_schema.as_ref().unwrap()["properties"]["words"], json!({"type": "integer"}));
+    assert_eq!(host.call("word-stats", json!({"path": "words.txt"})).result.unwrap(), json!({"words": 3}));
+    assert_eq!(host.tool("answer").unwrap().spec.output_schema, Some(json!({"type": "integer"})));
+    let (kind, message) = err_of(&host.call("liar", json!({})));
+    assert_eq!(kind, "tool_failed");
+    assert_eq!(message, "liar: its result is a number, not the array its declared output shape promises");
+    // Text needs no shape, and a shape must be one toolhost knows.
+    for shape in ["\"string\"", "\"tuple\"", "(hash \"type\" \"string\")", "(hash \"properties\" (hash))"] {
+        let source = format!("(define-tool (shaped) \"Shaped.\" (returns {shape}) \"text\")");
+        let err = host.load_source("shaped.scm", &source).unwrap_err();
+        assert!(
+            err.message().contains("the output shape must be one of integer, number, boolean, list, object"),
+            "{shape}: {err}"
+        );
+    }
+}
