@@ -26,6 +26,17 @@ use crate::handle::HostHandle;
 use crate::host::HostBuilder;
 use crate::setup::{Flags, Setup};
 
+/// What `toolhost agent --help` says after the flags: the safe defaults.
+pub const AFTER_HELP: &str = "\
+Safe defaults: the agent asks before every shell-exec, fs-write and fs-edit call that no [guard]
+rule of your config decides, showing the command or the diff. --yes answers yes to all of them; a
+rule of yours decides the calls it matches, e.g. in toolhost.toml:
+  [[guard.rule]]
+  tool = \"fs-*\"
+  action = \"allow\"
+and a [guard] default of yours turns the defaults off. Without a terminal to ask on, such a call is
+denied and the model is told why.";
+
 /// `toolhost agent`'s own flags (`--yes` and the workspace flags are the common ones).
 #[derive(clap::Args, Debug)]
 pub struct AgentArgs {
@@ -73,7 +84,8 @@ pub struct ReplayArgs {
 
 /// Runs `toolhost agent`; returns the exit code.
 pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
-    let Some(setup) = setup(flags) else { return 2 };
+    let Some(mut setup) = setup(flags) else { return 2 };
+    setup.add_agent_defaults();
     let mut provider = setup.config.provider.clone();
     if args.base_url.is_some() {
         provider.base_url = args.base_url.clone();
@@ -106,10 +118,12 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
     };
     let handle = if setup.config.limits.isolate.unwrap_or(true) && !flags.no_isolate {
         // The tools run in a worker process (design section 18), as `toolhost call`'s do.
-        let Some(spec) = crate::cli::worker_spec(flags, &setup) else {
+        let Some(mut spec) = crate::cli::worker_spec(flags, &setup) else {
             eprintln!("toolhost: cannot tell how to start the worker process (use --no-isolate)");
             return 1;
         };
+        // The worker reads the config again: it takes the same defaults.
+        spec.args.push("--agent-defaults".to_string());
         match HostHandle::spawn_worker(spec) {
             Ok(handle) => {
                 for problem in handle.load_errors().unwrap_or_default() {
@@ -205,7 +219,9 @@ pub fn replay(flags: &Flags, args: &ReplayArgs) -> i32 {
         Ok(entries) => entries,
         Err(e) => return settings_error(&e),
     };
-    let Some(setup) = setup(flags) else { return 2 };
+    let Some(mut setup) = setup(flags) else { return 2 };
+    // The calls were judged under the agent's defaults: they are judged so again.
+    setup.add_agent_defaults();
     let answers = ReplayAnswers::new();
     let builder = match setup.builder(flags, Some(answers.confirmer())) {
         Ok(builder) => builder,

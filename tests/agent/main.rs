@@ -6,5 +6,6 @@
 mod common;
 
 mod agent;
+mod defaults;
 mod replay;
 mod stats;
