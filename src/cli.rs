@@ -174,6 +174,9 @@ enum CatalogueFormat {
     OpenaiStrict,
     Anthropic,
     Mcp,
+    /// OpenAI tools for Gemini's OpenAI-compatible endpoint: schemas in Gemini's dialect; the
+    /// tools it cannot take are left out, each named on standard error with the reason.
+    Gemini,
     /// The P-format instructions and catalogue, as text for a prompt.
     Pformat,
 }
@@ -316,11 +319,15 @@ pub fn main() -> i32 {
                 CatalogueFormat::OpenaiStrict => Format::OpenAiStrict,
                 CatalogueFormat::Anthropic => Format::Anthropic,
                 CatalogueFormat::Mcp => Format::Mcp,
+                CatalogueFormat::Gemini => Format::Gemini,
                 CatalogueFormat::Pformat => {
                     out!("{}\n\n{}", pformat::instructions(), pformat::catalogue(&specs));
                     return 0;
                 }
             };
+            for (tool, refusal) in schema::left_out(specs.iter().map(|t| t.as_ref()), format) {
+                eprintln!("toolhost: {tool} is left out: {refusal}");
+            }
             let catalogue = schema::catalogue(specs.iter().map(|t| t.as_ref()), format);
             out!("{}", serde_json::to_string_pretty(&catalogue).unwrap_or_default());
             0

@@ -39,7 +39,8 @@ done, reply with your answer and no tool_call tag.";
 /// The dialect and what the session needs of the host to speak it, fixed at the session's start.
 pub(crate) struct Speaker {
     dialect: Dialect,
-    strict: bool,
+    /// The shape the native catalogue is sent in; it also says how calls' arguments arrive.
+    format: Format,
     /// The tools sent with every request (native only; `None` when there are none).
     pub tools: Option<Value>,
     /// Every tool's spec, for reading P-format tags.
@@ -65,14 +66,15 @@ impl Speaker {
     /// Reads the catalogue (native) or the specs (pformat) from the host.
     pub fn new(handle: &HostHandle, dialect: Dialect, strict: bool) -> Result<Speaker> {
         let specs = handle.specs()?;
+        let format = if strict { Format::OpenAiStrict } else { Format::OpenAi };
         let tools = match dialect {
             Dialect::Native => {
-                let catalogue = handle.catalogue(if strict { Format::OpenAiStrict } else { Format::OpenAi })?;
+                let catalogue = handle.catalogue(format)?;
                 catalogue.as_array().is_some_and(|a| !a.is_empty()).then_some(catalogue)
             }
             Dialect::Pformat => None,
         };
-        Ok(Speaker { dialect, strict, tools, specs })
+        Ok(Speaker { dialect, format, tools, specs })
     }
 
     /// The system prompt: `base`, and in P-format the instructions, the catalogue and how results
@@ -108,7 +110,7 @@ impl Speaker {
                     request: CallRequest {
                         tool: call.name.clone(),
                         arguments: call.arguments.clone(),
-                        options: CallOptions { strict: self.strict },
+                        options: CallOptions::sent(self.format),
                     },
                 })
                 .collect(),
