@@ -18,6 +18,7 @@ use crate::agent::client::{ChatClient, ClientSettings};
 use crate::agent::instructions;
 use crate::agent::log::{self, SessionLog};
 use crate::agent::replay::{self, ReplayAnswers};
+use crate::agent::resume::Resumed;
 use crate::agent::session::{End, Session, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TURNS};
 use crate::agent::stop::Stop;
 use crate::config::Dialect;
@@ -58,6 +59,10 @@ pub struct AgentArgs {
     /// Write the session log (JSON lines) to FILE as the session goes.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    /// Go on from the conversation logged in LOG with TASK, in its dialect; the new lines are
+    /// added to LOG (to FILE instead with --log FILE, which then holds the whole conversation).
+    #[arg(long, value_name = "LOG")]
+    pub resume: Option<PathBuf>,
     /// Send at most N requests to the model.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_TURNS as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -109,12 +114,39 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
         Ok(task) => task,
         Err(e) => return settings_error(&e),
     };
-    let log = match &args.log {
-        Some(path) => match SessionLog::create(path) {
-            Ok(log) => Some(log),
+    let resumed = match &args.resume {
+        Some(path) => match log::read_log(path)
+            .and_then(|entries| Resumed::from_log(&entries, path.display().to_string()))
+        {
+            Ok(resumed) => {
+                let asked = args.dialect.is_some() || args.strict;
+                if asked && (resumed.dialect != dialect || resumed.strict != provider.strict_tools.unwrap_or(false)) {
+                    eprintln!(
+                        "toolhost: {} was a {} session{}; --resume goes on in its dialect (leave out --dialect and --strict)",
+                        path.display(),
+                        match resumed.dialect {
+                            Dialect::Native => "native",
+                            Dialect::Pformat => "pformat",
+                        },
+                        if resumed.strict { " in strict mode" } else { "" }
+                    );
+                    return 2;
+                }
+                Some(resumed)
+            }
             Err(e) => return settings_error(&e),
         },
         None => None,
+    };
+    let log = match (&args.log, &args.resume) {
+        (Some(path), Some(from)) if same_file(path, from) => SessionLog::append(path).map(Some),
+        (Some(path), _) => SessionLog::create(path).map(Some),
+        (None, Some(from)) => SessionLog::append(from).map(Some),
+        (None, None) => Ok(None),
+    };
+    let log = match log {
+        Ok(log) => log,
+        Err(e) => return settings_error(&e),
     };
     let handle = if setup.config.limits.isolate.unwrap_or(true) && !flags.no_isolate {
         // The tools run in a worker process (design section 18), as `toolhost call`'s do.
@@ -182,6 +214,9 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
         .on_call(|event| eprintln!("toolhost: {}", event.progress_line()));
     if let Some(log) = log {
         session = session.log(log);
+    }
+    if let Some(resumed) = resumed {
+        session = session.resume(resumed);
     }
     match session.run(&task) {
         Ok(outcome) => match outcome.end {
@@ -279,6 +314,15 @@ fn spawn(builder: HostBuilder) -> Result<HostHandle, i32> {
             eprintln!("toolhost: {e}");
             Err(1)
         }
+    }
+}
+
+/// Whether two paths name one file (both must exist; a path that does not is no file of the other).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
     }
 }
 

@@ -32,6 +32,7 @@
 //! | [`session`] | the loop itself |
 //! | [`mod@log`] | the session log: its format, writing and reading |
 //! | [`mod@replay`] | replaying a session log through a fresh host |
+//! | [`resume`] | reading a logged conversation back, to go on from it (`--resume`) |
 //! | `stop` | stopping a session from outside (Ctrl-C) |
 //! | `command` | `toolhost agent` and `toolhost replay` (feature `cli`) |
 
@@ -43,6 +44,7 @@ pub mod instructions;
 pub mod log;
 pub mod model;
 pub mod replay;
+pub mod resume;
 pub mod session;
 mod stop;
 
@@ -52,6 +54,7 @@ pub use dialect::DEFAULT_SYSTEM_PROMPT;
 pub use log::{read_log, Entry, SessionLog};
 pub use model::{Message, Model, ModelReply, ModelRequest, ToolCall};
 pub use replay::{replay, Difference, ReplayAnswers, Report};
+pub use resume::Resumed;
 pub use session::{
     CallEvent, End, Outcome, Session, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TURNS, DEFAULT_MAX_TURN_RESULT_CHARS,
 };

@@ -31,6 +31,7 @@ use serde_json::Value;
 use crate::agent::dialect::{Answered, Attempt, Speaker, DEFAULT_SYSTEM_PROMPT};
 use crate::agent::log::{Entry, SessionLog, LOG_VERSION};
 use crate::agent::model::{Message, Model, ModelReply, ModelRequest};
+use crate::agent::resume::{not_run_text, Resumed};
 use crate::agent::stop::{self, Stop};
 use crate::call::{CallRecord, CallRequest};
 use crate::config::Dialect;
@@ -158,6 +159,8 @@ pub struct Session<'a> {
     log: Option<SessionLog>,
     on_call: Option<OnCall<'a>>,
     stop: Stop,
+    /// The logged conversation this session goes on from.
+    resumed: Option<Resumed>,
 }
 
 impl<'a> Session<'a> {
@@ -177,7 +180,19 @@ impl<'a> Session<'a> {
             log: None,
             on_call: None,
             stop: Stop::new(),
+            resumed: None,
         }
+    }
+
+    /// Goes on from a logged conversation (see [`crate::agent::resume`]): the task of
+    /// [`Session::run`] follows it, in its dialect and strict mode, and turns go on counting from
+    /// its last. A log opened with [`SessionLog::append`] on the same file gets only what is new;
+    /// any other log gets the whole conversation in its first request, so it stands alone.
+    pub fn resume(mut self, resumed: Resumed) -> Self {
+        self.dialect = resumed.dialect;
+        self.strict = resumed.strict;
+        self.resumed = Some(resumed);
+        self
     }
 
     /// How tools are spoken: native tool calls, or P-format text.
@@ -263,31 +278,43 @@ impl<'a> Session<'a> {
             max_turns: self.max_turns,
             model: self.model.describe(),
             task: task.to_string(),
-            instructions: self.instructions.clone(),
+            // A resumed conversation keeps the system prompt it was logged with.
+            instructions: if self.resumed.is_some() { Vec::new() } else { self.instructions.clone() },
+            resumes: self.resumed.as_ref().map(|r| r.from.clone()),
         })?;
         let speaker = match Speaker::new(&self.handle, self.dialect, self.strict) {
             Ok(speaker) => speaker,
             Err(e) => return Err(self.fail(0, e)),
         };
-        let mut run = Run {
-            messages: vec![Message::System(speaker.system_prompt(&self.system)), Message::User(task.to_string())],
-            calls: Vec::new(),
-            logged: 0,
+        let (mut run, before) = match self.resumed.take() {
+            Some(resumed) => {
+                let appends = self.log.as_ref().is_some_and(SessionLog::appends);
+                let before = resumed.turns;
+                (go_on(&speaker, resumed, task, appends), before)
+            }
+            None => {
+                let messages =
+                    vec![Message::System(speaker.system_prompt(&self.system)), Message::User(task.to_string())];
+                (Run { messages, calls: Vec::new(), logged: 0 }, 0)
+            }
         };
-        for turn in 1..=self.max_turns {
+        // `sent` counts this session's requests; `turn` numbers them in the log, after the turns
+        // of the conversation it goes on from.
+        for sent in 1..=self.max_turns {
+            let turn = before + sent;
             if self.stop.is_stopped() {
-                return self.finish(End::Interrupted, turn - 1, None, run);
+                return self.finish(End::Interrupted, sent - 1, None, run);
             }
             let reply = match self.ask(turn, &speaker, &mut run) {
                 Ok(reply) => reply,
-                Err(_) if self.stop.is_stopped() => return self.finish(End::Interrupted, turn, None, run),
-                Err(e) => return Err(self.fail(turn, e)),
+                Err(_) if self.stop.is_stopped() => return self.finish(End::Interrupted, sent, None, run),
+                Err(e) => return Err(self.fail(sent, e)),
             };
             let attempts = speaker.attempts(turn, &reply);
             run.messages.push(speaker.assistant_message(&reply, &attempts));
             if attempts.is_empty() {
                 let answer = reply.text.unwrap_or_default();
-                return self.finish(End::Answered, turn, Some(answer), run);
+                return self.finish(End::Answered, sent, Some(answer), run);
             }
             let made = attempts.len();
             let mut results: Vec<Answered> = Vec::new();
@@ -311,7 +338,7 @@ impl<'a> Session<'a> {
                 results.push(answered);
             }
             if self.stop.is_stopped() {
-                return self.finish(End::Interrupted, turn, None, run);
+                return self.finish(End::Interrupted, sent, None, run);
             }
             run.messages.extend(speaker.result_messages(&results));
         }
@@ -429,6 +456,35 @@ fn fit(text: String, room: usize, budget: usize) -> String {
     let mut out: String = text.chars().take(keep).collect();
     out.push_str(&note);
     out
+}
+
+/// The conversation a resumed session starts from: the logged messages, the last reply and its
+/// results when the log's requests did not carry them yet, then `task`. `appends`: the session logs
+/// to the file the conversation came from, which holds the logged messages already.
+fn go_on(speaker: &Speaker, resumed: Resumed, task: &str, appends: bool) -> Run {
+    let logged = if appends { resumed.messages.len() } else { 0 };
+    let mut messages = resumed.messages;
+    if let Some(reply) = &resumed.last_reply {
+        let attempts = speaker.attempts(resumed.turns, reply);
+        messages.push(speaker.assistant_message(reply, &attempts));
+        let results: Vec<Answered> = attempts
+            .iter()
+            .enumerate()
+            .map(|(i, attempt)| match resumed.last_results.iter().find(|(index, ..)| *index == i + 1) {
+                Some((_, id, tool, text)) => Answered { id: id.clone(), tool: tool.clone(), text: text.clone() },
+                None => {
+                    let tool = match attempt {
+                        Attempt::Run { request, .. } => request.tool.clone(),
+                        Attempt::Refused { tool, .. } => tool.clone(),
+                    };
+                    Answered { id: attempt.id().to_string(), text: not_run_text(&tool), tool }
+                }
+            })
+            .collect();
+        messages.extend(speaker.result_messages(&results));
+    }
+    messages.push(Message::User(task.to_string()));
+    Run { messages, calls: Vec::new(), logged }
 }
 
 /// The conversation as it grows.

@@ -8,4 +8,5 @@ mod common;
 mod agent;
 mod defaults;
 mod replay;
+mod resume;
 mod stats;
