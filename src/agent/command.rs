@@ -38,6 +38,10 @@ rule of yours decides the calls it matches, e.g. in toolhost.toml:
 and a [guard] default of yours turns the defaults off. Without a terminal to ask on, such a call is
 denied and the model is told why.";
 
+/// How many hosts (worker processes) read-only calls of one reply may run on at once: the first,
+/// and up to three more started when a reply first makes several such calls.
+const LANES: usize = 4;
+
 /// `toolhost agent`'s own flags (`--yes` and the workspace flags are the common ones).
 #[derive(clap::Args, Debug)]
 pub struct AgentArgs {
@@ -156,12 +160,12 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
         };
         // The worker reads the config again: it takes the same defaults.
         spec.args.push("--agent-defaults".to_string());
-        match HostHandle::spawn_worker(spec) {
+        match HostHandle::spawn_worker(spec.clone()) {
             Ok(handle) => {
                 for problem in handle.load_errors().unwrap_or_default() {
                     eprintln!("toolhost: warning: {problem}");
                 }
-                handle
+                handle.with_lanes(LANES, move || HostHandle::spawn_worker(spec.clone()))
             }
             Err(e) => {
                 eprintln!("toolhost: {e}");
@@ -173,8 +177,12 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
             Ok(builder) => builder,
             Err(e) => return settings_error(&e),
         };
+        let (lane_setup, lane_flags) = (setup.clone(), flags.clone());
         match spawn(builder) {
-            Ok(handle) => handle,
+            Ok(handle) => handle.with_lanes(LANES, move || {
+                let builder = lane_setup.builder(&lane_flags, crate::cli::terminal_confirmer())?;
+                HostHandle::spawn(builder.display_to_stderr(true))
+            }),
             Err(code) => return code,
         }
     };

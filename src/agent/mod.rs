@@ -19,8 +19,14 @@
 //! A [`Stop`] (Ctrl-C under `toolhost agent`) interrupts the running call and ends the session
 //! after logging it. Scheme code stops at once, and so does a `shell-exec` command with its whole
 //! process group; another Rust tool runs to its end, and the session waits two seconds for such a
-//! call and then goes without its result. The host runs in process, on its own
-//! thread: the worker-process isolation of design section 18 is not built yet.
+//! call and then goes without its result.
+//!
+//! # Parallel calls
+//!
+//! Consecutive calls of read-only tools that no guard rule could make ask run side by side on the
+//! handle's lanes ([`crate::HostHandle::with_lanes`]: more hosts, since one interpreter runs one
+//! call at a time); their results go back in the calls' order, and the calls that write or may ask
+//! run alone, in order.
 //!
 //! # Modules
 //!

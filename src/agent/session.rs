@@ -9,6 +9,11 @@
 //!   reply still run (the model asked for them), but their results are not sent anywhere.
 //! - Every call of a reply runs, in order, even after one fails: each failure goes back to the
 //!   model as that call's result, with its kind (`error (denied): ...`), so the model can act on it.
+//! - Except that consecutive calls of read-only tools that cannot ask a person
+//!   ([`HostHandle::concurrent_tools`]) run side by side, on the host's lanes
+//!   ([`HostHandle::with_lanes`]; one after another without them); their results still go back in
+//!   the calls' order, and calls that write or may ask run one at a time, in order, after the
+//!   read-only ones before them have ended.
 //! - The catalogue is read once, when the session starts, and every request carries that one.
 //! - A reply with neither text nor calls is an answer: the empty one.
 //! - A reply may make at most [`Session::max_calls_per_reply`] calls ([`DEFAULT_MAX_CALLS_PER_REPLY`]
@@ -24,6 +29,7 @@
 //!   short grace for its record, logs it, and ends the session as [`End::Interrupted`]. No further
 //!   request is sent.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -286,6 +292,10 @@ impl<'a> Session<'a> {
             Ok(speaker) => speaker,
             Err(e) => return Err(self.fail(0, e)),
         };
+        let concurrent: HashSet<String> = match self.handle.concurrent_tools() {
+            Ok(names) => names.into_iter().collect(),
+            Err(e) => return Err(self.fail(0, e)),
+        };
         let (mut run, before) = match self.resumed.take() {
             Some(resumed) => {
                 let appends = self.log.as_ref().is_some_and(SessionLog::appends);
@@ -319,18 +329,32 @@ impl<'a> Session<'a> {
             let made = attempts.len();
             let mut results: Vec<Answered> = Vec::new();
             let mut spent = 0usize;
+            let mut groups = self.side_by_side(&attempts, &concurrent).into_iter().peekable();
+            let mut ran_early: Vec<Option<CallRecord>> = Vec::new();
             for (i, attempt) in attempts.into_iter().enumerate() {
                 if self.stop.is_stopped() {
                     break;
                 }
+                // A run of read-only calls starts here: they run together now, after every call
+                // before them ended.
+                if let Some((_, calls)) = groups.next_if(|(start, _)| *start == i) {
+                    if spent < self.max_turn_chars {
+                        ran_early = vec![None; i];
+                        ran_early.extend(self.run_side_by_side(calls).into_iter().map(Some));
+                    }
+                }
+                let early = ran_early.get_mut(i).and_then(Option::take);
                 let (attempt, runs) = if i >= self.max_calls {
                     (not_run(attempt, &over_cap(made, self.max_calls)), false)
                 } else if spent >= self.max_turn_chars {
+                    // A read-only call that already ran beside others is answered as not run too:
+                    // it changed nothing, and its result does not fit.
                     (not_run(attempt, &over_budget(self.max_turn_chars)), false)
                 } else {
                     (attempt, true)
                 };
-                let mut answered = self.attempt(turn, i + 1, attempt, &mut run)?;
+                let early = if runs { early } else { None };
+                let mut answered = self.attempt(turn, i + 1, attempt, early, &mut run)?;
                 if runs {
                     answered.text = fit(answered.text, self.max_turn_chars - spent, self.max_turn_chars);
                     spent += answered.text.chars().count();
@@ -365,11 +389,49 @@ impl<'a> Session<'a> {
         Ok(reply)
     }
 
-    /// Runs (or records the refusal of) one call, logs it and reports it.
-    fn attempt(&mut self, turn: usize, index: usize, attempt: Attempt, run: &mut Run) -> Result<Answered> {
+    /// The runs of two or more consecutive calls of a reply (within the cap on calls) that may
+    /// run side by side, each by the place of its first call: the calls of `concurrent` tools.
+    fn side_by_side(&self, attempts: &[Attempt], concurrent: &HashSet<String>) -> Vec<(usize, Vec<CallRequest>)> {
+        let beside = |a: &Attempt| match a {
+            Attempt::Run { request, .. } if concurrent.contains(&request.tool) => Some(request.clone()),
+            _ => None,
+        };
+        let capped = &attempts[..attempts.len().min(self.max_calls)];
+        let mut groups = Vec::new();
+        let mut start = 0;
+        while start < capped.len() {
+            let calls: Vec<CallRequest> = capped[start..].iter().map_while(beside).collect();
+            let taken = calls.len();
+            if taken >= 2 {
+                groups.push((start, calls));
+            }
+            start += taken.max(1);
+        }
+        groups
+    }
+
+    /// Runs `calls` on the host's lanes at once, giving up on them after the grace once the
+    /// session is stopped; their records in the calls' order.
+    fn run_side_by_side(&self, calls: Vec<CallRequest>) -> Vec<CallRecord> {
+        let started = Instant::now();
+        let (worker, interrupter, sent) = (self.handle.clone(), self.handle.clone(), calls.clone());
+        stop::wait_or_stop(&self.stop, CALL_GRACE, move || interrupter.interrupt(), move || worker.run_calls(sent))
+            .unwrap_or_else(|| calls.iter().map(|c| abandoned_record(c, started.elapsed())).collect())
+    }
+
+    /// Runs (or records the refusal of) one call, logs it and reports it; `early` is its record
+    /// when it already ran beside others.
+    fn attempt(
+        &mut self,
+        turn: usize,
+        index: usize,
+        attempt: Attempt,
+        early: Option<CallRecord>,
+        run: &mut Run,
+    ) -> Result<Answered> {
         let (id, request, record) = match attempt {
             Attempt::Run { id, request } => {
-                let record = self.call(&request);
+                let record = early.unwrap_or_else(|| self.call(&request));
                 (id, Some(request), record)
             }
             Attempt::Refused { id, tool, error } => (id, None, refused_record(tool, error)),

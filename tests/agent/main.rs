@@ -7,6 +7,7 @@ mod common;
 
 mod agent;
 mod defaults;
+mod parallel;
 mod replay;
 mod resume;
 mod stats;
