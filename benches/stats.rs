@@ -143,6 +143,7 @@ fn write_log(path: &Path, catalogue: &Value, n: usize) {
         model: json!({"model": "bench-model", "base_url": "http://127.0.0.1:8080/v1"}),
         task: format!("Fix issue {n} in the query module."),
         instructions: Vec::new(),
+        resumes: None,
     });
     let mut messages = vec![
         Message::System(toolhost::agent::DEFAULT_SYSTEM_PROMPT.into()).to_json(),

@@ -13,6 +13,7 @@ use steel::rvals::SteelVal;
 use crate::args;
 use crate::bridge::Shared;
 use crate::error::{Error, ErrorKind, Reason, Result};
+use crate::gemini;
 use crate::guard::Decision;
 use crate::registry::{Primitive, ToolOutput};
 use crate::tidy::{self, Repair};
@@ -24,6 +25,18 @@ pub struct CallOptions {
     /// The call came from a strict-mode provider: top-level nulls are dropped before tidying.
     #[serde(default)]
     pub strict: bool,
+    /// The provider was sent the tool in Gemini's dialect, whose parameter names have `_` for `-`
+    /// ([`crate::gemini::gemini_name`]): argument keys are mapped back before tidying.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gemini_names: bool,
+}
+
+impl CallOptions {
+    /// The options for a call from a provider that was sent the catalogue in `format`.
+    pub fn sent(format: crate::schema::Format) -> CallOptions {
+        use crate::schema::Format;
+        CallOptions { strict: format == Format::OpenAiStrict, gemini_names: format == Format::Gemini }
+    }
 }
 
 /// One call as a model sent it. It is plain data, so it can cross threads (see
@@ -259,6 +272,11 @@ fn parse_arguments(text: &str) -> serde_json::Result<(Value, Option<String>)> {
     Ok((value, repeated))
 }
 
+/// Every parameter's name, the variadic tail's included.
+fn parameter_names(signature: &crate::param::Signature) -> Vec<&str> {
+    signature.params.iter().map(|p| p.name.as_str()).chain(signature.rest.iter().map(|r| r.name.as_str())).collect()
+}
+
 fn steps(
     shared: &Shared,
     tool: &str,
@@ -273,11 +291,17 @@ fn steps(
     };
     let name = primitive.name();
     // Most calls need no tidying: the arguments are then used as received, not copied.
-    let changes = received.is_null()
+    let names: Vec<&str> = if options.gemini_names { parameter_names(primitive.signature()) } else { Vec::new() };
+    let renamed = options.gemini_names && gemini::names_to_restore(&names, received);
+    let changes = renamed
+        || received.is_null()
         || tidy::needs_tidy(primitive.signature(), received)
         || (options.strict && tidy::has_top_level_nulls(received));
     if changes {
         let mut arguments = received.clone();
+        if let (true, Value::Object(map)) = (renamed, &mut arguments) {
+            gemini::restore_argument_names(&names, map);
+        }
         if options.strict {
             record.repairs.extend(tidy::drop_top_level_nulls(&mut arguments));
         }

@@ -132,9 +132,14 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
         /// terminal (the worker's own standard error is a pipe to its parent).
         #[arg(long)]
         terminal: bool,
+        /// Take `toolhost agent`'s safe defaults (confirm shell-exec, fs-write and fs-edit when the
+        /// config has no guard rule).
+        #[arg(long)]
+        agent_defaults: bool,
     },
     #[cfg(feature = "agent")]
     /// Run the agent loop on TASK with the configured model; print its final answer.
+    #[command(after_help = crate::agent::command::AFTER_HELP)]
     Agent(crate::agent::command::AgentArgs),
     #[cfg(feature = "agent")]
     /// Run a session log's calls again without a model; exit 1 if any result differs.
@@ -169,6 +174,9 @@ enum CatalogueFormat {
     OpenaiStrict,
     Anthropic,
     Mcp,
+    /// OpenAI tools for Gemini's OpenAI-compatible endpoint: schemas in Gemini's dialect; the
+    /// tools it cannot take are left out, each named on standard error with the reason.
+    Gemini,
     /// The P-format instructions and catalogue, as text for a prompt.
     Pformat,
 }
@@ -218,9 +226,15 @@ pub fn main() -> i32 {
         Command::Stats(args) => return crate::stats::command::command(args),
         _ => {}
     }
-    if let Command::Worker { rust_tools, terminal } = cli.command {
+    if let Command::Worker { rust_tools, terminal, agent_defaults } = cli.command {
         let confirmer = terminal.then(tty_confirmer);
-        return match Setup::discover(&flags, None).and_then(|setup| setup.builder(&flags, confirmer)) {
+        let setup = Setup::discover(&flags, None).map(|mut setup| {
+            if agent_defaults {
+                setup.add_agent_defaults();
+            }
+            setup
+        });
+        return match setup.and_then(|setup| setup.builder(&flags, confirmer)) {
             Ok(builder) => crate::worker::serve(builder, rust_tools),
             Err(e) => settings_error(&e),
         };
@@ -291,11 +305,15 @@ pub fn main() -> i32 {
                 CatalogueFormat::OpenaiStrict => Format::OpenAiStrict,
                 CatalogueFormat::Anthropic => Format::Anthropic,
                 CatalogueFormat::Mcp => Format::Mcp,
+                CatalogueFormat::Gemini => Format::Gemini,
                 CatalogueFormat::Pformat => {
                     out!("{}\n\n{}", pformat::instructions(), pformat::catalogue(&specs));
                     return 0;
                 }
             };
+            for (tool, refusal) in schema::left_out(specs.iter().map(|t| t.as_ref()), format) {
+                eprintln!("toolhost: {tool} is left out: {refusal}");
+            }
             let catalogue = schema::catalogue(specs.iter().map(|t| t.as_ref()), format);
             out!("{}", serde_json::to_string_pretty(&catalogue).unwrap_or_default());
             0

@@ -183,6 +183,13 @@ impl Guard {
         self
     }
 
+    /// Whether a call of `tool` could need a confirmation: the default is confirm, or a confirm
+    /// rule's tool glob matches it (whatever its path argument).
+    pub fn may_ask(&self, tool: &str) -> bool {
+        self.default == Action::Confirm
+            || self.rules.iter().any(|r| r.action == Action::Confirm && r.matches_tool(tool))
+    }
+
     /// Whether someone answers confirmations.
     pub fn has_confirmer(&self) -> bool {
         self.confirmer.is_some()

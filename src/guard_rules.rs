@@ -91,6 +91,11 @@ impl Rule {
         self.action
     }
 
+    /// Whether the rule's tool glob matches `tool`.
+    pub(crate) fn matches_tool(&self, tool: &str) -> bool {
+        self.tool_matcher.is_match(tool)
+    }
+
     pub(crate) fn matches(&self, tool: &str, path: Option<&str>) -> bool {
         if !self.tool_matcher.is_match(tool) {
             return false;

@@ -1,6 +1,8 @@
 //! The host on its own thread (design section 18): a [`HostHandle`] is `Send + Sync + Clone`, and
 //! carries calls, catalogues and evaluations to the one thread that owns the `!Send` engine, where
-//! the host was built. Calls run one at a time, in the order they arrive. What crosses is plain data
+//! the host was built. Calls run one at a time, in the order they arrive; one interpreter cannot run
+//! two. Calls that may run at once ([`HostHandle::run_calls`]) go to more hosts built like the first
+//! ([`HostHandle::with_lanes`]), one call per host at a time. What crosses is plain data
 //! ([`Request`] and [`Reply`], serializable), so the same conversation can later run over a pipe to
 //! a worker process.
 
@@ -35,6 +37,16 @@ pub struct HostHandle {
     host: Backend,
     /// Stops what the host runs: in this process, or in a worker process.
     interrupter: Interrupt,
+    /// More hosts like this one, for calls that run at the same time ([`HostHandle::run_calls`]).
+    lanes: Option<Arc<Lanes>>,
+}
+
+/// Hosts built like the first, started when calls first run side by side and kept.
+struct Lanes {
+    make: Box<dyn Fn() -> Result<HostHandle> + Send + Sync>,
+    /// At most this many hosts in all, the first one included.
+    most: usize,
+    started: Mutex<Vec<HostHandle>>,
 }
 
 /// Where requests go.
@@ -84,7 +96,80 @@ impl HostHandle {
             })
             .map_err(|e| Error::tool_failed(format!("cannot start the host thread: {e}")))?;
         let interrupter = ready_rx.recv().map_err(|_| stopped())??;
-        Ok(HostHandle { host: Backend::Thread(sender), interrupter: Interrupt::Here(interrupter) })
+        Ok(HostHandle { host: Backend::Thread(sender), interrupter: Interrupt::Here(interrupter), lanes: None })
+    }
+
+    /// Lets [`HostHandle::run_calls`] run calls on up to `most` hosts at once (this one
+    /// included): each other one is made by `make` (a host built as this one was: the same
+    /// workspace, tools and guard) when calls first run side by side, and kept. A host that fails
+    /// to start leaves fewer lanes, not an error. Each host is its own interpreter (its own worker
+    /// process, its own MCP servers).
+    pub fn with_lanes(mut self, most: usize, make: impl Fn() -> Result<HostHandle> + Send + Sync + 'static) -> Self {
+        self.lanes = Some(Arc::new(Lanes { make: Box::new(make), most: most.max(1), started: Mutex::new(Vec::new()) }));
+        self
+    }
+
+    /// Runs `calls` side by side, one host per lane (see [`HostHandle::with_lanes`]; without
+    /// lanes, one after another), and returns their records in the calls' order. Only for calls
+    /// that may run in any order at the same time: read-only ones that cannot ask a person
+    /// ([`HostHandle::concurrent_tools`]).
+    pub fn run_calls(&self, calls: Vec<CallRequest>) -> Vec<CallRecord> {
+        let mut hosts = vec![self.clone()];
+        if let (Some(lanes), true) = (&self.lanes, calls.len() > 1) {
+            let wanted = calls.len().min(lanes.most) - 1;
+            if let Ok(mut started) = lanes.started.lock() {
+                while started.len() < wanted {
+                    match (lanes.make)() {
+                        Ok(handle) => started.push(handle),
+                        Err(_) => break,
+                    }
+                }
+                hosts.extend(started.iter().take(wanted).cloned());
+            }
+        }
+        if hosts.len() < 2 {
+            return calls.into_iter().map(|call| self.run_call(call)).collect();
+        }
+        let count = calls.len();
+        let named: Vec<(String, String)> = calls.iter().map(|c| (c.tool.clone(), c.arguments.clone())).collect();
+        let mut by_lane: Vec<Vec<(usize, CallRequest)>> = vec![Vec::new(); hosts.len()];
+        for (i, call) in calls.into_iter().enumerate() {
+            by_lane[i % hosts.len()].push((i, call));
+        }
+        let mut records: Vec<Option<CallRecord>> = (0..count).map(|_| None).collect();
+        thread::scope(|scope| {
+            let running: Vec<_> = hosts
+                .iter()
+                .zip(by_lane)
+                .map(|(host, calls)| {
+                    scope.spawn(move || calls.into_iter().map(|(i, call)| (i, host.run_call(call))).collect::<Vec<_>>())
+                })
+                .collect();
+            for lane in running {
+                if let Ok(done) = lane.join() {
+                    for (i, record) in done {
+                        records[i] = Some(record);
+                    }
+                }
+            }
+        });
+        records
+            .into_iter()
+            .zip(named)
+            .map(|(record, (tool, arguments))| record.unwrap_or_else(|| CallRecord::failed(tool, arguments, stopped())))
+            .collect()
+    }
+
+    /// The tools whose calls may run side by side: annotated read-only, and no guard rule could
+    /// make one ask.
+    ///
+    /// # Errors
+    /// When the host thread has stopped.
+    pub fn concurrent_tools(&self) -> Result<Vec<String>> {
+        match self.request(Request::ConcurrentTools)? {
+            Reply::Names(names) => Ok(names),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// The same handle over a worker process ([`crate::worker`]): requests go to a `toolhost
@@ -97,7 +182,7 @@ impl HostHandle {
     pub fn spawn_worker(spec: crate::worker::WorkerSpec) -> Result<HostHandle> {
         let worker = WorkerHandle::spawn(spec)?;
         let interrupter = Interrupt::Worker(worker.interrupter());
-        Ok(HostHandle { host: Backend::Worker(Arc::new(Mutex::new(worker))), interrupter })
+        Ok(HostHandle { host: Backend::Worker(Arc::new(Mutex::new(worker))), interrupter, lanes: None })
     }
 
     /// Sends a request and waits for its reply.
@@ -226,6 +311,11 @@ impl HostHandle {
         match &self.interrupter {
             Interrupt::Here(interrupter) => interrupter.interrupt(),
             Interrupt::Worker(interrupter) => interrupter.interrupt(),
+        }
+        if let Some(started) = self.lanes.as_ref().and_then(|lanes| lanes.started.lock().ok()) {
+            for lane in started.iter() {
+                lane.interrupt();
+            }
         }
     }
 }

@@ -163,6 +163,21 @@ impl Host {
         self.shared.registry.read().map(|r| r.specs().clone()).unwrap_or_default()
     }
 
+    /// The tools whose calls may run at the same time as others: annotated read-only, and no
+    /// guard rule (or default) could make a call of them ask a person. Each by its name and, when
+    /// providers are sent another, that one too (`server__tool`).
+    pub fn concurrent_tools(&self) -> Vec<String> {
+        let specs = self.specs();
+        let mut names = Vec::new();
+        for spec in specs.iter().filter(|s| s.annotations.read_only && !self.shared.guard.may_ask(s.name())) {
+            names.push(spec.name().to_string());
+            if let Some(sent) = crate::param::provider_name(spec.name()).filter(|n| n != spec.name()) {
+                names.push(sent);
+            }
+        }
+        names
+    }
+
     /// The names Scheme code can use besides the tools: steel's library, the prelude's helpers and
     /// the value procedures.
     pub fn scheme_names(&self) -> Vec<String> {

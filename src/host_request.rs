@@ -42,6 +42,8 @@ pub enum Request {
     Reload,
     /// The folders and files tools are loaded from ([`Host::tool_paths`]).
     ToolPaths,
+    /// The tools whose calls may run beside others ([`Host::concurrent_tools`]).
+    ConcurrentTools,
 }
 
 /// A host's answer to a [`Request`], one for one.
@@ -64,6 +66,8 @@ pub enum Reply {
     Reload(crate::host::ReloadReport),
     /// Folders and files.
     Paths(Vec<std::path::PathBuf>),
+    /// Tool names.
+    Names(Vec<String>),
 }
 
 /// Answers one request with the host. An interrupt that arrived between requests is forgotten: an
@@ -85,5 +89,6 @@ pub fn answer(host: &mut Host, request: Request) -> Reply {
         Request::LoadErrors => Reply::LoadErrors(host.load_errors().to_vec()),
         Request::Reload => Reply::Reload(host.reload()),
         Request::ToolPaths => Reply::Paths(host.tool_paths()),
+        Request::ConcurrentTools => Reply::Names(host.concurrent_tools()),
     }
 }

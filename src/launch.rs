@@ -25,6 +25,16 @@ pub(crate) enum Asker {
     Nobody,
 }
 
+/// How a command wants its host started, beyond the settings.
+pub(crate) struct Start {
+    /// Who answers confirmations.
+    pub asker: Asker,
+    /// Flags for `toolhost worker` beyond the common ones (the agent's `--agent-defaults`).
+    pub worker_flags: &'static [&'static str],
+    /// How many hosts calls may run on at once (see `HostHandle::with_lanes`); 1 for one host.
+    pub lanes: usize,
+}
+
 /// Finds the settings for the workspace (asking `ask` whether to trust its files, if given) and
 /// shows the notice about its skipped files; a wrong setting is reported and comes back as exit
 /// code 2.
@@ -46,22 +56,33 @@ pub(crate) fn settings(flags: &Flags, ask: Option<Ask>) -> Result<Setup, i32> {
 /// back as the exit code: 2 for a settings error, else 1.
 // The commands that keep a host behind a handle are `agent` and `mcp`.
 #[cfg_attr(not(any(feature = "agent", feature = "mcp")), allow(dead_code))]
-pub(crate) fn host_handle(flags: &Flags, setup: &Setup, asker: Asker) -> Result<HostHandle, i32> {
+pub(crate) fn host_handle(flags: &Flags, setup: &Setup, start: &Start) -> Result<HostHandle, i32> {
+    let lanes = start.lanes.max(1);
     if !(setup.config.limits.isolate.unwrap_or(true) && !flags.no_isolate) {
-        let confirmer = match asker {
+        let asker = start.asker;
+        let confirmer = move || match asker {
             Asker::Terminal => terminal_confirmer(),
             Asker::Nobody => None,
         };
-        return match setup.builder(flags, confirmer) {
-            Ok(builder) => thread_handle(builder),
-            Err(e) => Err(settings_error(&e)),
+        let handle = match setup.builder(flags, confirmer()) {
+            Ok(builder) => thread_handle(builder)?,
+            Err(e) => return Err(settings_error(&e)),
         };
+        if lanes == 1 {
+            return Ok(handle);
+        }
+        let (setup, flags) = (setup.clone(), flags.clone());
+        return Ok(handle.with_lanes(lanes, move || {
+            HostHandle::spawn(setup.builder(&flags, confirmer())?.display_to_stderr(true))
+        }));
     }
-    let Some(spec) = worker_spec(flags, setup, asker) else {
+    let Some(mut spec) = worker_spec(flags, setup, start.asker) else {
         eprintln!("toolhost: cannot tell how to start the worker process (use --no-isolate)");
         return Err(1);
     };
-    shown(HostHandle::spawn_worker(spec))
+    spec.args.extend(start.worker_flags.iter().map(|flag| flag.to_string()));
+    let handle = shown(HostHandle::spawn_worker(spec.clone()))?;
+    Ok(if lanes == 1 { handle } else { handle.with_lanes(lanes, move || HostHandle::spawn_worker(spec.clone())) })
 }
 
 /// The host of `builder` on its own thread, as [`host_handle`] starts one (for a command that

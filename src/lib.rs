@@ -54,6 +54,7 @@
 //! | [`typed`] | registering plain Rust functions as tools |
 //! | [`schema`] | provider tool schemas |
 //! | [`strict`] | the strict-mode schema rewrite |
+//! | [`gemini`] | Gemini's schema dialect: the rewrite, its refusals, parameter names and back |
 //! | [`pformat`] | the P-format text dialect for models without native tool calls |
 //! | [`workspace`] | the workspace boundary |
 //! | [`search_index`] | warm search: the trigram index index-grep keeps in a long-lived host |
@@ -115,6 +116,7 @@ pub mod config;
 pub mod context;
 mod engine;
 pub mod error;
+pub mod gemini;
 pub mod guard;
 mod guard_rules;
 pub mod handle;

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use crate::param::{provider_name, Param, Signature};
 use crate::spec::ToolSpec;
-use crate::strict::strict_openai_tool;
+use crate::strict::{strict_openai_tool, Refusal};
 
 /// The catalogue shapes toolhost can print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -24,6 +24,10 @@ pub enum Format {
     Anthropic,
     /// `{"name","description","inputSchema","annotations"}`.
     Mcp,
+    /// The OpenAI shape for Gemini's OpenAI-compatible endpoint: each tool's parameters rewritten
+    /// into Gemini's schema dialect by [`crate::gemini::gemini_openai_tool`]; a tool it refuses is
+    /// left out (see [`left_out`]), since one schema Gemini cannot read fails every request.
+    Gemini,
 }
 
 /// The JSON Schema of a tool's arguments.
@@ -72,7 +76,8 @@ pub fn arguments_schema(spec: &ToolSpec) -> Value {
     }
 }
 
-/// One tool in a provider's shape, under the name the provider can take.
+/// One tool in a provider's shape, under the name the provider can take; `null` for a tool the
+/// shape cannot carry (only [`Format::Gemini`] has such tools: see [`left_out`]).
 ///
 /// ```
 /// use toolhost::schema::{tool_schema, Format};
@@ -89,6 +94,7 @@ pub fn tool_schema(tool: &ToolSpec, format: Format) -> Value {
     let parameters = arguments_schema(tool);
     match format {
         Format::OpenAiStrict => strict_openai_tool(&tool_schema(tool, Format::OpenAi)),
+        Format::Gemini => crate::gemini::gemini_openai_tool(&tool_schema(tool, Format::OpenAi)).unwrap_or(Value::Null),
         Format::OpenAi => json!({
             "type": "function",
             "function": {"name": name, "description": tool.description, "parameters": parameters},
@@ -142,7 +148,30 @@ pub fn mcp_structured_content(result: &Value) -> Option<Value> {
     }
 }
 
-/// Every tool in a provider's shape, as a JSON array.
+/// Every tool in a provider's shape, as a JSON array, leaving out the tools the shape cannot carry.
 pub fn catalogue<'a>(tools: impl IntoIterator<Item = &'a ToolSpec>, format: Format) -> Value {
-    Value::Array(tools.into_iter().map(|t| tool_schema(t, format)).collect())
+    Value::Array(tools.into_iter().map(|t| tool_schema(t, format)).filter(|t| !t.is_null()).collect())
+}
+
+/// The tools [`catalogue`] leaves out in `format`, each with its name and why: Gemini's refusals.
+///
+/// ```
+/// use toolhost::{schema::{left_out, Format}, Param, ParamType, Signature, ToolSpec};
+/// let mut spec = ToolSpec::new(Signature::new("put", vec![Param::required("map", ParamType::Object, "Keys")]), "Put.");
+/// spec.input_schema = Some(serde_json::json!({"type": "object", "properties": {"map": {"type": "object"}}}));
+/// let out = left_out([&spec], Format::Gemini);
+/// assert_eq!(out[0].0, "put");
+/// assert_eq!(out[0].1.pointer(), "/properties/map");
+/// assert!(left_out([&spec], Format::OpenAi).is_empty());
+/// ```
+pub fn left_out<'a>(tools: impl IntoIterator<Item = &'a ToolSpec>, format: Format) -> Vec<(String, Refusal)> {
+    if format != Format::Gemini {
+        return Vec::new();
+    }
+    tools
+        .into_iter()
+        .filter_map(|t| {
+            crate::gemini::gemini_openai_tool(&tool_schema(t, Format::OpenAi)).err().map(|r| (t.name().to_string(), r))
+        })
+        .collect()
 }

@@ -5,12 +5,18 @@
 
 use std::path::PathBuf;
 
-use crate::config::{self, Config, McpServerConfig};
+use crate::config::{self, Action, Config, McpServerConfig, RuleConfig};
 use crate::error::{Error, Result};
 use crate::guard::{self, Confirmer};
 use crate::host::HostBuilder;
 use crate::tool_source::ToolSource;
 use crate::trust::{Admission, Ask, TrustRule};
+
+/// The tools `toolhost agent` asks before by default (see [`Setup::add_agent_defaults`]).
+pub const AGENT_CONFIRMED_TOOLS: [&str; 3] = ["shell-exec", "fs-write", "fs-edit"];
+
+/// Where the agent's default rules say they come from, in call records and session logs.
+pub const AGENT_DEFAULTS_ORIGIN: &str = "toolhost agent's defaults";
 
 /// The command line's say in a host: the flags every command shares.
 #[derive(Debug, Clone, Default)]
@@ -124,6 +130,26 @@ impl Setup {
             builder = builder.confirmer(confirmer);
         }
         Ok(builder)
+    }
+
+    /// The agent's safe defaults: calls of the tools that change the workspace or run commands
+    /// ([`AGENT_CONFIRMED_TOOLS`]) need a person's confirmation when no rule of the config decides
+    /// them, as Codex and Claude Code ask before them. They are rules after the config's own, so a
+    /// rule of the user's (allow, deny or confirm) still decides the calls it matches; a config
+    /// that sets `[guard] default` has decided every other call, and gets none. `toolhost call` and
+    /// `toolhost mcp` do not take them: their caller chose the call. True when they were added.
+    pub fn add_agent_defaults(&mut self) -> bool {
+        if self.config.guard_default.is_some() {
+            return false;
+        }
+        self.config.rules.extend(AGENT_CONFIRMED_TOOLS.iter().map(|tool| RuleConfig {
+            tool: (*tool).to_string(),
+            path: None,
+            action: Action::Confirm,
+            reason: None,
+            origin: AGENT_DEFAULTS_ORIGIN.to_string(),
+        }));
+        true
     }
 
     /// Adds the config's `[[mcp]]` servers to `builder` as a tool source. In a build without the

@@ -49,7 +49,8 @@ pub struct Refusal {
     kind: RefusalKind,
 }
 
-/// What made the rewrite refuse a schema. Each variant says when it happens.
+/// What made a rewrite (strict, or [Gemini's](crate::gemini)) refuse a schema. Each variant says
+/// when it happens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RefusalKind {
@@ -74,12 +75,20 @@ pub enum RefusalKind {
     UnresolvedRef(String),
     /// A keyword whose value is not what JSON Schema allows there (the text says which).
     Malformed(String),
-    /// Nesting deeper than [`MAX_DEPTH`].
+    /// Nesting deeper than [`MAX_DEPTH`] (for the Gemini rewrite, also a schema that inlining its
+    /// references makes too large).
     TooDeep,
+    /// A keyword or shape the provider's dialect has no equivalent for (the Gemini rewrite: see
+    /// [`crate::gemini`]); the text names it.
+    Unsupported(&'static str),
+    /// A `$ref` met again while it is being inlined (the Gemini rewrite inlines references).
+    RecursiveRef(String),
+    /// A tool or property name the provider does not take (the text names it).
+    Name(String),
 }
 
 impl Refusal {
-    fn new(pointer: &str, kind: RefusalKind) -> Self {
+    pub(crate) fn new(pointer: &str, kind: RefusalKind) -> Self {
         Refusal { pointer: pointer.to_string(), kind }
     }
 
@@ -110,7 +119,12 @@ impl Refusal {
                 format!("\"$ref\": \"{target}\" does not point at a schema inside this one")
             }
             RefusalKind::Malformed(what) => what.clone(),
-            RefusalKind::TooDeep => format!("nested deeper than {MAX_DEPTH} levels"),
+            RefusalKind::TooDeep => format!("nested deeper than {MAX_DEPTH} levels, or too large once inlined"),
+            RefusalKind::Unsupported(what) => format!("{what} has no equivalent in Gemini's schema dialect"),
+            RefusalKind::RecursiveRef(target) => {
+                format!("\"$ref\": \"{target}\" refers to itself, and Gemini takes no references")
+            }
+            RefusalKind::Name(what) => format!("{what} is not a name Gemini takes"),
         }
     }
 }

@@ -5,6 +5,9 @@
 //! strict rule by a validator written here, apart from src/strict.rs, so the two cannot share a
 //! mistake. Also pinned here: which tools are refused, and why.
 //!
+//! The same corpus goes through Gemini's schema dialect (`toolhost::gemini`), checked by a second
+//! validator written from Gemini's `Schema` keyword list: `gemini::NAME`, `gemini_idempotent::NAME`.
+//!
 //! Run one tool's tests with a filter: `cargo test --test strict -- filesystem.edit_file`.
 
 use std::collections::BTreeMap;
@@ -12,6 +15,7 @@ use std::path::Path;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::{json, Value};
+use toolhost::gemini::gemini_openai_tool;
 use toolhost::schema::{tool_schema, Format};
 use toolhost::strict::{strict_openai_tool, strict_schema};
 
@@ -19,6 +23,9 @@ use toolhost::strict::{strict_openai_tool, strict_schema};
 /// host tools or captured MCP tools is refused: a tool that joins this list is a decision to make
 /// here, not a surprise in a provider's 400.
 const PINNED_REFUSALS: &[(&str, &str)] = &[];
+
+/// The tools Gemini's dialect refuses (left out of a Gemini catalogue), as `tool -> refusal`.
+const GEMINI_PINNED_REFUSALS: &[(&str, &str)] = &[];
 
 /// One tool of the sweep: its name (`fs-read`, `filesystem.edit_file`) and its OpenAI tool shape.
 #[derive(Clone)]
@@ -28,6 +35,8 @@ struct Case {
     /// For host tools, what `schema::tool_schema` gives for `Format::OpenAiStrict`: the projection
     /// point itself must agree with the rewrite.
     projected_strict: Option<Value>,
+    /// For host tools, what `schema::tool_schema` gives for `Format::Gemini`.
+    projected_gemini: Option<Value>,
 }
 
 impl Case {
@@ -57,6 +66,7 @@ fn corpus() -> Vec<Case> {
             name: tool.name().to_string(),
             openai: tool_schema(&tool.spec, Format::OpenAi),
             projected_strict: Some(tool_schema(&tool.spec, Format::OpenAiStrict)),
+            projected_gemini: Some(tool_schema(&tool.spec, Format::Gemini)),
         });
     }
     for server in SERVERS {
@@ -67,7 +77,7 @@ fn corpus() -> Vec<Case> {
                 "description": tool["description"],
                 "parameters": tool["inputSchema"],
             }});
-            cases.push(Case { name, openai, projected_strict: None });
+            cases.push(Case { name, openai, projected_strict: None, projected_gemini: None });
         }
     }
     cases
@@ -84,12 +94,19 @@ fn main() {
         trials.push(Trial::test(format!("idempotent::{}", case.name), move || idempotent(&c)));
         let c = case.clone();
         trials.push(Trial::test(format!("input_unchanged::{}", case.name), move || input_unchanged(&c)));
+        let c = case.clone();
+        trials.push(Trial::test(format!("gemini::{}", case.name), move || gemini_conformance(&c)));
+        let c = case.clone();
+        trials.push(Trial::test(format!("gemini_idempotent::{}", case.name), move || gemini_idempotent(&c)));
     }
     let all = cases.clone();
     trials.push(Trial::test("refusals_are_pinned", move || refusals_are_pinned(&all)));
+    let all = cases.clone();
+    trials.push(Trial::test("gemini_refusals_are_pinned", move || gemini_refusals_are_pinned(&all)));
     let all = cases;
     trials.push(Trial::test("sweep_covers_host_and_both_servers", move || sweep_covers(&all)));
     trials.push(Trial::test("validator_finds_each_broken_rule", validator_finds_each_broken_rule));
+    trials.push(Trial::test("gemini_validator_finds_each_broken_rule", gemini_validator_finds_each_broken_rule));
     libtest_mimic::run(&args, trials).exit();
 }
 
@@ -434,5 +451,255 @@ fn validator_finds_each_broken_rule() -> Result<(), Failed> {
         Ok(())
     } else {
         fail(format!("missed {missed:?}; flagged a good schema: {wrongly:?}"))
+    }
+}
+
+// ---- Gemini's dialect: a validator written from the `Schema` keyword list (Google's
+// ---- `@google/genai` `Schema` type), sharing nothing with src/gemini.rs.
+
+/// Every keyword of Gemini's `Schema`; anything else fails the whole request ("Unknown name").
+const GEMINI_KEYWORDS: [&str; 22] = [
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "items",
+    "minItems",
+    "maxItems",
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "propertyOrdering",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "anyOf",
+    "default",
+    "example",
+];
+
+const GEMINI_TYPES: [&str; 6] = ["string", "number", "integer", "boolean", "object", "array"];
+
+fn gemini_pinned(name: &str) -> Option<&'static str> {
+    GEMINI_PINNED_REFUSALS.iter().find(|(tool, _)| *tool == name).map(|(_, reason)| *reason)
+}
+
+/// Every way a Gemini function declaration breaks the `Schema` rules, each with where.
+fn gemini_violations(tool: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    let function = &tool["function"];
+    let name = function["name"].as_str().unwrap_or_default();
+    let name_ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c))
+        && name.len() <= 128;
+    if !name_ok {
+        problems.push(format!("function name {name:?}"));
+    }
+    if let Some(parameters) = function.get("parameters") {
+        if parameters.get("type") != Some(&json!("object")) {
+            problems.push("#: the root is not \"type\": \"object\"".into());
+        }
+        if parameters.get("properties").and_then(Value::as_object).is_none_or(|p| p.is_empty()) {
+            problems.push("#: parameters without properties (leave them out instead)".into());
+        }
+        gemini_check(parameters, "#", 0, &mut problems);
+    }
+    problems
+}
+
+fn gemini_check(schema: &Value, at: &str, depth: usize, problems: &mut Vec<String>) {
+    let mut problem = |text: String| problems.push(format!("{at}: {text}"));
+    let Some(map) = schema.as_object().filter(|_| depth < 200) else {
+        problem(format!("not a schema object (or absurdly deep): {schema}"));
+        return;
+    };
+    for key in map.keys() {
+        if !GEMINI_KEYWORDS.contains(&key.as_str()) {
+            problem(format!("keyword {key:?} is not in Schema"));
+        }
+    }
+    match map.get("type") {
+        None if !map.contains_key("anyOf") => problem("neither type nor anyOf".into()),
+        None => {}
+        Some(Value::String(t)) if GEMINI_TYPES.contains(&t.as_str()) => {}
+        Some(other) => problem(format!("type {other} is not one Schema type name")),
+    }
+    if map.contains_key("type") && map.contains_key("anyOf") {
+        problem("type beside anyOf".into());
+    }
+    if map.get("nullable").is_some_and(|n| !n.is_boolean()) {
+        problem("nullable is not a boolean".into());
+    }
+    if let Some(members) = map.get("enum") {
+        if members.as_array().is_none_or(|m| m.is_empty() || !m.iter().all(Value::is_string)) {
+            problem(format!("enum is not a non-empty list of strings: {members}"));
+        }
+    }
+    if let Some(Value::String(format)) = map.get("format") {
+        if !["date-time", "enum", "float", "double", "int32", "int64"].contains(&format.as_str()) {
+            problem(format!("format {format:?}"));
+        }
+    }
+    let ty = map.get("type").and_then(Value::as_str);
+    if ty == Some("object") {
+        let properties = map.get("properties").and_then(Value::as_object);
+        if depth > 0 && properties.is_none_or(|p| p.is_empty()) {
+            problem("a nested object without properties".into());
+        }
+        for (name, property) in properties.into_iter().flatten() {
+            let fits = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !fits {
+                problems.push(format!("{at}: property name {name:?}"));
+            }
+            gemini_check(property, &format!("{at}/properties/{name}"), depth + 1, problems);
+        }
+        if let Some(required) = map.get("required") {
+            let names = properties.map(|p| p.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
+            if required
+                .as_array()
+                .is_none_or(|r| r.iter().any(|n| !n.as_str().is_some_and(|n| names.iter().any(|p| p == n))))
+            {
+                problems.push(format!("{at}: required names something that is not a property: {required}"));
+            }
+        }
+    } else if ["properties", "required", "minProperties", "maxProperties"].iter().any(|k| map.contains_key(*k)) {
+        problems.push(format!("{at}: object keywords on a schema that is not an object"));
+    }
+    if ty == Some("array") {
+        match map.get("items") {
+            Some(items) => gemini_check(items, &format!("{at}/items"), depth + 1, problems),
+            None => problems.push(format!("{at}: an array without items")),
+        }
+    } else if map.contains_key("items") {
+        problems.push(format!("{at}: items on a schema that is not an array"));
+    }
+    if let Some(branches) = map.get("anyOf") {
+        match branches.as_array() {
+            Some(branches) if branches.len() > 1 => {
+                for (i, branch) in branches.iter().enumerate() {
+                    gemini_check(branch, &format!("{at}/anyOf/{i}"), depth + 1, problems);
+                }
+            }
+            _ => problems.push(format!("{at}: anyOf is not a list of two or more schemas")),
+        }
+    }
+}
+
+/// The top-level parameter names Gemini is sent: `-` written `_`, nothing lost or invented.
+fn gemini_same_arguments(input: &Value, tool: &Value) -> Option<String> {
+    let expected: Vec<String> = input
+        .get("properties")
+        .and_then(Value::as_object)
+        .map_or(Vec::new(), |p| p.keys().map(|k| k.replace('-', "_")).collect());
+    let sent: Vec<String> =
+        tool["function"]["parameters"]["properties"].as_object().map_or(Vec::new(), |p| p.keys().cloned().collect());
+    (expected != sent).then(|| format!("parameters {expected:?} were sent as {sent:?}"))
+}
+
+/// The rewrite's result obeys every `Schema` rule and keeps every argument, and the projection
+/// agrees; or the tool is refused as pinned. The strict rewrite's output (type lists with null,
+/// null in enums) goes through as well.
+fn gemini_conformance(case: &Case) -> Result<(), Failed> {
+    let result = gemini_openai_tool(&case.openai);
+    if let Some(projected) = &case.projected_gemini {
+        let expected = result.clone().unwrap_or(Value::Null);
+        if projected != &expected {
+            return fail(format!(
+                "schema::tool_schema(Gemini) differs from gemini_openai_tool:\n{projected}\n{expected}"
+            ));
+        }
+    }
+    let tool = match (result, gemini_pinned(&case.name)) {
+        (Err(refusal), Some(reason)) if refusal.to_string() == reason => return Ok(()),
+        (Err(refusal), _) => return fail(format!("refused: {refusal}")),
+        (Ok(_), Some(reason)) => return fail(format!("pinned as refused ({reason}) but rewritten")),
+        (Ok(tool), None) => tool,
+    };
+    let mut problems = gemini_violations(&tool);
+    problems.extend(gemini_same_arguments(case.parameters(), &tool));
+    if let Ok(strict) = strict_schema(case.parameters()) {
+        let mut strict_tool = case.openai.clone();
+        strict_tool["function"]["parameters"] = strict;
+        match gemini_openai_tool(&strict_tool) {
+            Ok(out) => problems.extend(gemini_violations(&out).into_iter().map(|p| format!("after strict: {p}"))),
+            Err(refusal) => problems.push(format!("its strict rewrite is refused: {refusal}")),
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        fail(format!("{}\nrewritten: {tool:#}", problems.join("\n")))
+    }
+}
+
+fn gemini_idempotent(case: &Case) -> Result<(), Failed> {
+    let before = text(&case.openai);
+    let Ok(once) = gemini_openai_tool(&case.openai) else { return Ok(()) };
+    if text(&case.openai) != before {
+        return fail("the rewrite changed its input");
+    }
+    let twice = gemini_openai_tool(&once).map_err(|r| Failed::from(format!("its own output was refused: {r}")))?;
+    if text(&twice) != text(&once) {
+        return fail(format!("f(f(x)) != f(x):\n{once}\n{twice}"));
+    }
+    Ok(())
+}
+
+fn gemini_refusals_are_pinned(cases: &[Case]) -> Result<(), Failed> {
+    let refused: BTreeMap<&str, String> = cases
+        .iter()
+        .filter_map(|c| gemini_openai_tool(&c.openai).err().map(|r| (c.name.as_str(), r.to_string())))
+        .collect();
+    let expected: BTreeMap<&str, String> = GEMINI_PINNED_REFUSALS.iter().map(|(t, r)| (*t, r.to_string())).collect();
+    if refused == expected {
+        Ok(())
+    } else {
+        fail(format!("refused {refused:#?}\npinned {expected:#?}"))
+    }
+}
+
+/// The Gemini validator is only worth what it catches: each tool here breaks one rule.
+fn gemini_validator_finds_each_broken_rule() -> Result<(), Failed> {
+    let tool = |parameters: Value| json!({"type": "function", "function": {"name": "t", "parameters": parameters}});
+    let with = |property: Value| tool(json!({"type": "object", "properties": {"p": property}}));
+    let broken = [
+        ("$schema", tool(json!({"$schema": "x", "type": "object", "properties": {"p": {"type": "string"}}}))),
+        (
+            "additionalProperties",
+            tool(json!({"type": "object", "properties": {"p": {"type": "string"}}, "additionalProperties": false})),
+        ),
+        ("a type list", with(json!({"type": ["string", "null"]}))),
+        ("a null type", with(json!({"type": "null"}))),
+        ("type beside anyOf", with(json!({"type": "string", "anyOf": [{"type": "string"}, {"type": "integer"}]}))),
+        ("oneOf", with(json!({"oneOf": [{"type": "string"}, {"type": "integer"}]}))),
+        ("$ref", with(json!({"$ref": "#/$defs/x"}))),
+        ("an enum of numbers", with(json!({"type": "integer", "enum": [1, 2]}))),
+        ("null in an enum", with(json!({"type": "string", "enum": ["a", null]}))),
+        ("format uri", with(json!({"type": "string", "format": "uri"}))),
+        ("const", with(json!({"type": "string", "const": "a"}))),
+        ("an array without items", with(json!({"type": "array"}))),
+        ("items on a string", with(json!({"type": "string", "items": {"type": "string"}}))),
+        ("a nested free-form object", with(json!({"type": "object"}))),
+        ("a - in a property name", tool(json!({"type": "object", "properties": {"a-b": {"type": "string"}}}))),
+        (
+            "required naming no property",
+            tool(json!({"type": "object", "properties": {"p": {"type": "string"}}, "required": ["q"]})),
+        ),
+        ("empty parameters", tool(json!({"type": "object", "properties": {}}))),
+        ("a function name with a leading digit", json!({"type": "function", "function": {"name": "9t"}})),
+    ];
+    let missed: Vec<&str> =
+        broken.iter().filter(|(_, t)| gemini_violations(t).is_empty()).map(|(what, _)| *what).collect();
+    let fine = with(json!({"type": "string", "nullable": true, "enum": ["a"], "description": "P"}));
+    match (missed.is_empty(), gemini_violations(&fine).is_empty()) {
+        (true, true) => Ok(()),
+        (false, _) => fail(format!("the Gemini validator missed: {missed:?}")),
+        (_, false) => fail(format!("the Gemini validator refused a good tool: {:?}", gemini_violations(&fine))),
     }
 }

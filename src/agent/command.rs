@@ -20,12 +20,28 @@ use crate::agent::instructions;
 use crate::agent::log::{self, SessionLog};
 use crate::agent::provider::{self, ProviderFlags};
 use crate::agent::replay::{self, ReplayAnswers};
+use crate::agent::resume::Resumed;
 use crate::agent::session::{End, Session, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TURNS};
 use crate::agent::stop::Stop;
 use crate::config::{Api, Dialect, Preset};
 use crate::error::{Error, ErrorKind};
 use crate::launch::{self, settings_error, Asker};
 use crate::setup::Flags;
+
+/// What `toolhost agent --help` says after the flags: the safe defaults.
+pub const AFTER_HELP: &str = "\
+Safe defaults: the agent asks before every shell-exec, fs-write and fs-edit call that no [guard]
+rule of your config decides, showing the command or the diff. --yes answers yes to all of them; a
+rule of yours decides the calls it matches, e.g. in toolhost.toml:
+  [[guard.rule]]
+  tool = \"fs-*\"
+  action = \"allow\"
+and a [guard] default of yours turns the defaults off. Without a terminal to ask on, such a call is
+denied and the model is told why.";
+
+/// How many hosts (worker processes) read-only calls of one reply may run on at once: the first,
+/// and up to three more started when a reply first makes several such calls.
+const LANES: usize = 4;
 
 /// `toolhost agent`'s own flags (`--yes` and the workspace flags are the common ones).
 #[derive(clap::Args, Debug)]
@@ -62,6 +78,10 @@ pub struct AgentArgs {
     /// Write the session log (JSON lines) to FILE as the session goes.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    /// Go on from the conversation logged in LOG with TASK, in its dialect; the new lines are
+    /// added to LOG (to FILE instead with --log FILE, which then holds the whole conversation).
+    #[arg(long, value_name = "LOG")]
+    pub resume: Option<PathBuf>,
     /// Send at most N requests to the model.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_TURNS as u32,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -134,10 +154,11 @@ pub struct ReplayArgs {
 
 /// Runs `toolhost agent`; returns the exit code.
 pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
-    let setup = match launch::settings(flags, None) {
+    let mut setup = match launch::settings(flags, None) {
         Ok(setup) => setup,
         Err(code) => return code,
     };
+    setup.add_agent_defaults();
     let mut provider = setup.config.provider.clone();
     if args.model.is_some() {
         provider.model = args.model.clone();
@@ -182,15 +203,45 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
         Ok(task) => task,
         Err(e) => return settings_error(&e),
     };
-    let log = match &args.log {
-        Some(path) => match SessionLog::create(path) {
-            Ok(log) => Some(log),
+    let resumed = match &args.resume {
+        Some(path) => match log::read_log(path)
+            .and_then(|entries| Resumed::from_log(&entries, path.display().to_string()))
+        {
+            Ok(resumed) => {
+                let asked = args.dialect.is_some() || args.strict;
+                if asked && (resumed.dialect != dialect || resumed.strict != provider.strict_tools.unwrap_or(false)) {
+                    eprintln!(
+                        "toolhost: {} was a {} session{}; --resume goes on in its dialect (leave out --dialect and --strict)",
+                        path.display(),
+                        match resumed.dialect {
+                            Dialect::Native => "native",
+                            Dialect::Pformat => "pformat",
+                            Dialect::Auto => "auto",
+                        },
+                        if resumed.strict { " in strict mode" } else { "" }
+                    );
+                    return 2;
+                }
+                Some(resumed)
+            }
             Err(e) => return settings_error(&e),
         },
         None => None,
     };
-    // The tools run in a worker process (design section 18), as `toolhost call`'s do.
-    let handle = match launch::host_handle(flags, &setup, Asker::Terminal) {
+    let log = match (&args.log, &args.resume) {
+        (Some(path), Some(from)) if same_file(path, from) => SessionLog::append(path).map(Some),
+        (Some(path), _) => SessionLog::create(path).map(Some),
+        (None, Some(from)) => SessionLog::append(from).map(Some),
+        (None, None) => Ok(None),
+    };
+    let log = match log {
+        Ok(log) => log,
+        Err(e) => return settings_error(&e),
+    };
+    // The tools run in a worker process (design section 18), as `toolhost call`'s do; read-only
+    // calls of one reply may run at once on more hosts started like it.
+    let start = launch::Start { asker: Asker::Terminal, worker_flags: &["--agent-defaults"], lanes: LANES };
+    let handle = match launch::host_handle(flags, &setup, &start) {
         Ok(handle) => handle,
         Err(code) => return code,
     };
@@ -236,6 +287,9 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
         .on_call(|event| eprintln!("toolhost: {}", event.progress_line()));
     if let Some(log) = log {
         session = session.log(log);
+    }
+    if let Some(resumed) = resumed {
+        session = session.resume(resumed);
     }
     let result = session.run(&task);
     let totals = client.totals();
@@ -341,10 +395,12 @@ pub fn replay(flags: &Flags, args: &ReplayArgs) -> i32 {
         Ok(entries) => entries,
         Err(e) => return settings_error(&e),
     };
-    let setup = match launch::settings(flags, None) {
+    let mut setup = match launch::settings(flags, None) {
         Ok(setup) => setup,
         Err(code) => return code,
     };
+    // The calls were judged under the agent's defaults: they are judged so again.
+    setup.add_agent_defaults();
     let answers = ReplayAnswers::new();
     let builder = match setup.builder(flags, Some(answers.confirmer())) {
         Ok(builder) => builder,
@@ -365,6 +421,15 @@ pub fn replay(flags: &Flags, args: &ReplayArgs) -> i32 {
     } else {
         println!("replayed {} calls{skipped}: {} differ", report.replayed, report.differences.len());
         1
+    }
+}
+
+/// Whether two paths name one file (both must exist; a path that does not is no file of the other).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
     }
 }
 

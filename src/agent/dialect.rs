@@ -39,7 +39,8 @@ done, reply with your answer and no tool_call tag.";
 /// The dialect and what the session needs of the host to speak it, fixed at the session's start.
 pub(crate) struct Speaker {
     dialect: Dialect,
-    strict: bool,
+    /// The shape the native catalogue is sent in; it also says how calls' arguments arrive.
+    format: Format,
     /// The tools sent with every request (native only; `None` when there are none).
     pub tools: Option<Value>,
     /// Every tool's spec, for reading P-format tags.
@@ -64,7 +65,7 @@ pub(crate) struct Answered {
 impl Speaker {
     /// Reads the catalogue (native) or the specs (pformat) from the host.
     /// `format` is the catalogue's shape (the model's [`crate::agent::Model::catalogue_format`]).
-    pub fn new(handle: &HostHandle, dialect: Dialect, strict: bool, format: Format) -> Result<Speaker> {
+    pub fn new(handle: &HostHandle, dialect: Dialect, format: Format) -> Result<Speaker> {
         let specs = handle.specs()?;
         let tools = match dialect {
             Dialect::Native | Dialect::Auto => {
@@ -73,7 +74,7 @@ impl Speaker {
             }
             Dialect::Pformat => None,
         };
-        Ok(Speaker { dialect, strict, tools, specs })
+        Ok(Speaker { dialect, format, tools, specs })
     }
 
     /// The system prompt: `base`, and in P-format the instructions, the catalogue and how results
@@ -109,7 +110,7 @@ impl Speaker {
                     request: CallRequest {
                         tool: call.name.clone(),
                         arguments: call.arguments.clone(),
-                        options: CallOptions { strict: self.strict },
+                        options: CallOptions::sent(self.format),
                     },
                 })
                 .collect(),

@@ -6,7 +6,9 @@
 //!
 //! Every line is an object whose `type` says what it is:
 //! - `session`: the first line: toolhost's version, the dialect, strict mode, the turn limit, the
-//!   model (as [`crate::agent::Model::describe`] gives it) and the task;
+//!   model (as [`crate::agent::Model::describe`] gives it) and the task; a session that goes on
+//!   from a log (`--resume`) starts with one too, naming that log in `resumes`, and adds its lines
+//!   to that log's file (its turns go on counting from that log's last);
 //! - `request`: what turn N sent: the `tools` it carried (the schemas as sent; `null` in P-format)
 //!   and the messages added since the previous request (`messages_before` says how many came
 //!   before them, so the whole conversation is the concatenation of every request's messages);
@@ -59,6 +61,9 @@ pub enum Entry {
         /// The instructions files whose text followed the system prompt (`AGENTS.md`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         instructions: Vec<crate::agent::instructions::Included>,
+        /// The log whose conversation this session goes on from (`--resume`), as it was named.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resumes: Option<String>,
     },
     /// One request to the model.
     Request {
@@ -126,6 +131,8 @@ pub enum Entry {
 pub struct SessionLog {
     file: File,
     path: PathBuf,
+    /// Opened to add to a log that was there ([`SessionLog::append`]).
+    appends: bool,
 }
 
 impl SessionLog {
@@ -137,7 +144,26 @@ impl SessionLog {
         let path = path.into();
         let file = File::create(&path)
             .map_err(|e| Error::config(format!("cannot create the session log {}: {e}", path.display())))?;
-        Ok(SessionLog { file, path })
+        Ok(SessionLog { file, path, appends: false })
+    }
+
+    /// Opens the log at `path` to add lines after the ones it has: a resumed session's log
+    /// (`--resume`) goes on in the file it came from, so the file replays as one.
+    ///
+    /// # Errors
+    /// Kind config when the file cannot be opened for writing (the message names it).
+    pub fn append(path: impl Into<PathBuf>) -> Result<SessionLog> {
+        let path = path.into();
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|e| Error::config(format!("cannot add to the session log {}: {e}", path.display())))?;
+        Ok(SessionLog { file, path, appends: true })
+    }
+
+    /// Whether it adds to a log that was there.
+    pub fn appends(&self) -> bool {
+        self.appends
     }
 
     /// Where the log is written.

@@ -19,8 +19,14 @@
 //! A [`Stop`] (Ctrl-C under `toolhost agent`) interrupts the running call and ends the session
 //! after logging it. Scheme code stops at once, and so does a `shell-exec` command with its whole
 //! process group; another Rust tool runs to its end, and the session waits two seconds for such a
-//! call and then goes without its result. The host runs in process, on its own
-//! thread: the worker-process isolation of design section 18 is not built yet.
+//! call and then goes without its result.
+//!
+//! # Parallel calls
+//!
+//! Consecutive calls of read-only tools that no guard rule could make ask run side by side on the
+//! handle's lanes ([`crate::HostHandle::with_lanes`]: more hosts, since one interpreter runs one
+//! call at a time); their results go back in the calls' order, and the calls that write or may ask
+//! run alone, in order.
 //!
 //! # Modules
 //!
@@ -36,6 +42,7 @@
 //! | [`session`] | the loop itself |
 //! | [`mod@log`] | the session log: its format, writing and reading |
 //! | [`mod@replay`] | replaying a session log through a fresh host |
+//! | [`resume`] | reading a logged conversation back, to go on from it (`--resume`) |
 //! | `stop` | stopping a session from outside (Ctrl-C) |
 //! | `command` | `toolhost agent` and `toolhost replay` (feature `cli`) |
 
@@ -50,6 +57,7 @@ pub mod model;
 pub mod provider;
 pub mod replay;
 pub mod responses;
+pub mod resume;
 pub mod session;
 mod stop;
 mod stream;
@@ -60,6 +68,7 @@ pub use dialect::DEFAULT_SYSTEM_PROMPT;
 pub use log::{read_log, Entry, SessionLog};
 pub use model::{Message, Model, ModelReply, ModelRequest, ToolCall, Usage};
 pub use replay::{replay, Difference, ReplayAnswers, Report};
+pub use resume::Resumed;
 pub use session::{
     CallEvent, End, Outcome, Session, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TURNS, DEFAULT_MAX_TURN_RESULT_CHARS,
 };

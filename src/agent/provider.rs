@@ -96,14 +96,12 @@ impl Preset {
         }
     }
 
-    /// The schema format of the tool catalogue this preset's requests carry.
-    ///
-    /// THE ONE PLACE a preset chooses its schema format. Gemini's function declarations take only
-    /// a subset of JSON Schema (issue 21, item 4); when `Format` has a Gemini dialect, the
-    /// `Preset::Gemini` arm returns it. Until then Gemini gets the OpenAI shape like the rest.
+    /// The schema format of the tool catalogue this preset's requests carry: Gemini's function
+    /// declarations take only a subset of JSON Schema, so the gemini preset sends its dialect
+    /// (strict mode's rewrite uses type arrays, which Gemini refuses, so it has no strict form).
     pub fn schema_format(self, strict: bool) -> Format {
         match self {
-            Preset::Gemini => openai_format(strict),
+            Preset::Gemini => Format::Gemini,
             _ => openai_format(strict),
         }
     }

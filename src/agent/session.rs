@@ -9,6 +9,11 @@
 //!   reply still run (the model asked for them), but their results are not sent anywhere.
 //! - Every call of a reply runs, in order, even after one fails: each failure goes back to the
 //!   model as that call's result, with its kind (`error (denied): ...`), so the model can act on it.
+//! - Except that consecutive calls of read-only tools that cannot ask a person
+//!   ([`HostHandle::concurrent_tools`]) run side by side, on the host's lanes
+//!   ([`HostHandle::with_lanes`]; one after another without them); their results still go back in
+//!   the calls' order, and calls that write or may ask run one at a time, in order, after the
+//!   read-only ones before them have ended.
 //! - The catalogue is read once, when the session starts, and every request carries that one.
 //! - A reply with neither text nor calls is an answer: the empty one.
 //! - A reply may make at most [`Session::max_calls_per_reply`] calls ([`DEFAULT_MAX_CALLS_PER_REPLY`]
@@ -24,6 +29,7 @@
 //!   short grace for its record, logs it, and ends the session as [`End::Interrupted`]. No further
 //!   request is sent.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -31,6 +37,7 @@ use serde_json::Value;
 use crate::agent::dialect::{Answered, Attempt, Speaker, DEFAULT_SYSTEM_PROMPT};
 use crate::agent::log::{Entry, SessionLog, LOG_VERSION};
 use crate::agent::model::{Message, Model, ModelReply, ModelRequest};
+use crate::agent::resume::{not_run_text, Resumed};
 use crate::agent::stop::{self, Stop};
 use crate::call::{CallRecord, CallRequest};
 use crate::config::Dialect;
@@ -158,6 +165,8 @@ pub struct Session<'a> {
     log: Option<SessionLog>,
     on_call: Option<OnCall<'a>>,
     stop: Stop,
+    /// The logged conversation this session goes on from.
+    resumed: Option<Resumed>,
 }
 
 impl<'a> Session<'a> {
@@ -177,7 +186,19 @@ impl<'a> Session<'a> {
             log: None,
             on_call: None,
             stop: Stop::new(),
+            resumed: None,
         }
+    }
+
+    /// Goes on from a logged conversation (see [`crate::agent::resume`]): the task of
+    /// [`Session::run`] follows it, in its dialect and strict mode, and turns go on counting from
+    /// its last. A log opened with [`SessionLog::append`] on the same file gets only what is new;
+    /// any other log gets the whole conversation in its first request, so it stands alone.
+    pub fn resume(mut self, resumed: Resumed) -> Self {
+        self.dialect = resumed.dialect;
+        self.strict = resumed.strict;
+        self.resumed = Some(resumed);
+        self
     }
 
     /// How tools are spoken: native tool calls, or P-format text.
@@ -263,48 +284,77 @@ impl<'a> Session<'a> {
             max_turns: self.max_turns,
             model: self.model.describe(),
             task: task.to_string(),
-            instructions: self.instructions.clone(),
+            // A resumed conversation keeps the system prompt it was logged with.
+            instructions: if self.resumed.is_some() { Vec::new() } else { self.instructions.clone() },
+            resumes: self.resumed.as_ref().map(|r| r.from.clone()),
         })?;
-        let speaker =
-            match Speaker::new(&self.handle, self.dialect, self.strict, self.model.catalogue_format(self.strict)) {
-                Ok(speaker) => speaker,
-                Err(e) => return Err(self.fail(0, e)),
-            };
-        let mut run = Run {
-            messages: vec![Message::System(speaker.system_prompt(&self.system)), Message::User(task.to_string())],
-            calls: Vec::new(),
-            logged: 0,
+        let speaker = match Speaker::new(&self.handle, self.dialect, self.model.catalogue_format(self.strict)) {
+            Ok(speaker) => speaker,
+            Err(e) => return Err(self.fail(0, e)),
         };
-        for turn in 1..=self.max_turns {
+        let concurrent: HashSet<String> = match self.handle.concurrent_tools() {
+            Ok(names) => names.into_iter().collect(),
+            Err(e) => return Err(self.fail(0, e)),
+        };
+        let (mut run, before) = match self.resumed.take() {
+            Some(resumed) => {
+                let appends = self.log.as_ref().is_some_and(SessionLog::appends);
+                let before = resumed.turns;
+                (go_on(&speaker, resumed, task, appends), before)
+            }
+            None => {
+                let messages =
+                    vec![Message::System(speaker.system_prompt(&self.system)), Message::User(task.to_string())];
+                (Run { messages, calls: Vec::new(), logged: 0 }, 0)
+            }
+        };
+        // `sent` counts this session's requests; `turn` numbers them in the log, after the turns
+        // of the conversation it goes on from.
+        for sent in 1..=self.max_turns {
+            let turn = before + sent;
             if self.stop.is_stopped() {
-                return self.finish(End::Interrupted, turn - 1, None, run);
+                return self.finish(End::Interrupted, sent - 1, None, run);
             }
             let reply = match self.ask(turn, &speaker, &mut run) {
                 Ok(reply) => reply,
-                Err(_) if self.stop.is_stopped() => return self.finish(End::Interrupted, turn, None, run),
-                Err(e) => return Err(self.fail(turn, e)),
+                Err(_) if self.stop.is_stopped() => return self.finish(End::Interrupted, sent, None, run),
+                Err(e) => return Err(self.fail(sent, e)),
             };
             let attempts = speaker.attempts(turn, &reply);
             run.messages.push(speaker.assistant_message(&reply, &attempts));
             if attempts.is_empty() {
                 let answer = reply.text.unwrap_or_default();
-                return self.finish(End::Answered, turn, Some(answer), run);
+                return self.finish(End::Answered, sent, Some(answer), run);
             }
             let made = attempts.len();
             let mut results: Vec<Answered> = Vec::new();
             let mut spent = 0usize;
+            let mut groups = self.side_by_side(&attempts, &concurrent).into_iter().peekable();
+            let mut ran_early: Vec<Option<CallRecord>> = Vec::new();
             for (i, attempt) in attempts.into_iter().enumerate() {
                 if self.stop.is_stopped() {
                     break;
                 }
+                // A run of read-only calls starts here: they run together now, after every call
+                // before them ended.
+                if let Some((_, calls)) = groups.next_if(|(start, _)| *start == i) {
+                    if spent < self.max_turn_chars {
+                        ran_early = vec![None; i];
+                        ran_early.extend(self.run_side_by_side(calls).into_iter().map(Some));
+                    }
+                }
+                let early = ran_early.get_mut(i).and_then(Option::take);
                 let (attempt, runs) = if i >= self.max_calls {
                     (not_run(attempt, &over_cap(made, self.max_calls)), false)
                 } else if spent >= self.max_turn_chars {
+                    // A read-only call that already ran beside others is answered as not run too:
+                    // it changed nothing, and its result does not fit.
                     (not_run(attempt, &over_budget(self.max_turn_chars)), false)
                 } else {
                     (attempt, true)
                 };
-                let mut answered = self.attempt(turn, i + 1, attempt, &mut run)?;
+                let early = if runs { early } else { None };
+                let mut answered = self.attempt(turn, i + 1, attempt, early, &mut run)?;
                 if runs {
                     answered.text = fit(answered.text, self.max_turn_chars - spent, self.max_turn_chars);
                     spent += answered.text.chars().count();
@@ -312,7 +362,7 @@ impl<'a> Session<'a> {
                 results.push(answered);
             }
             if self.stop.is_stopped() {
-                return self.finish(End::Interrupted, turn, None, run);
+                return self.finish(End::Interrupted, sent, None, run);
             }
             run.messages.extend(speaker.result_messages(&results));
         }
@@ -340,11 +390,49 @@ impl<'a> Session<'a> {
         Ok(reply)
     }
 
-    /// Runs (or records the refusal of) one call, logs it and reports it.
-    fn attempt(&mut self, turn: usize, index: usize, attempt: Attempt, run: &mut Run) -> Result<Answered> {
+    /// The runs of two or more consecutive calls of a reply (within the cap on calls) that may
+    /// run side by side, each by the place of its first call: the calls of `concurrent` tools.
+    fn side_by_side(&self, attempts: &[Attempt], concurrent: &HashSet<String>) -> Vec<(usize, Vec<CallRequest>)> {
+        let beside = |a: &Attempt| match a {
+            Attempt::Run { request, .. } if concurrent.contains(&request.tool) => Some(request.clone()),
+            _ => None,
+        };
+        let capped = &attempts[..attempts.len().min(self.max_calls)];
+        let mut groups = Vec::new();
+        let mut start = 0;
+        while start < capped.len() {
+            let calls: Vec<CallRequest> = capped[start..].iter().map_while(beside).collect();
+            let taken = calls.len();
+            if taken >= 2 {
+                groups.push((start, calls));
+            }
+            start += taken.max(1);
+        }
+        groups
+    }
+
+    /// Runs `calls` on the host's lanes at once, giving up on them after the grace once the
+    /// session is stopped; their records in the calls' order.
+    fn run_side_by_side(&self, calls: Vec<CallRequest>) -> Vec<CallRecord> {
+        let started = Instant::now();
+        let (worker, interrupter, sent) = (self.handle.clone(), self.handle.clone(), calls.clone());
+        stop::wait_or_stop(&self.stop, CALL_GRACE, move || interrupter.interrupt(), move || worker.run_calls(sent))
+            .unwrap_or_else(|| calls.iter().map(|c| abandoned_record(c, started.elapsed())).collect())
+    }
+
+    /// Runs (or records the refusal of) one call, logs it and reports it; `early` is its record
+    /// when it already ran beside others.
+    fn attempt(
+        &mut self,
+        turn: usize,
+        index: usize,
+        attempt: Attempt,
+        early: Option<CallRecord>,
+        run: &mut Run,
+    ) -> Result<Answered> {
         let (id, request, record) = match attempt {
             Attempt::Run { id, request } => {
-                let record = self.call(&request);
+                let record = early.unwrap_or_else(|| self.call(&request));
                 (id, Some(request), record)
             }
             Attempt::Refused { id, tool, error } => (id, None, refused_record(tool, error)),
@@ -431,6 +519,35 @@ fn fit(text: String, room: usize, budget: usize) -> String {
     let mut out: String = text.chars().take(keep).collect();
     out.push_str(&note);
     out
+}
+
+/// The conversation a resumed session starts from: the logged messages, the last reply and its
+/// results when the log's requests did not carry them yet, then `task`. `appends`: the session logs
+/// to the file the conversation came from, which holds the logged messages already.
+fn go_on(speaker: &Speaker, resumed: Resumed, task: &str, appends: bool) -> Run {
+    let logged = if appends { resumed.messages.len() } else { 0 };
+    let mut messages = resumed.messages;
+    if let Some(reply) = &resumed.last_reply {
+        let attempts = speaker.attempts(resumed.turns, reply);
+        messages.push(speaker.assistant_message(reply, &attempts));
+        let results: Vec<Answered> = attempts
+            .iter()
+            .enumerate()
+            .map(|(i, attempt)| match resumed.last_results.iter().find(|(index, ..)| *index == i + 1) {
+                Some((_, id, tool, text)) => Answered { id: id.clone(), tool: tool.clone(), text: text.clone() },
+                None => {
+                    let tool = match attempt {
+                        Attempt::Run { request, .. } => request.tool.clone(),
+                        Attempt::Refused { tool, .. } => tool.clone(),
+                    };
+                    Answered { id: attempt.id().to_string(), text: not_run_text(&tool), tool }
+                }
+            })
+            .collect();
+        messages.extend(speaker.result_messages(&results));
+    }
+    messages.push(Message::User(task.to_string()));
+    Run { messages, calls: Vec::new(), logged }
 }
 
 /// The conversation as it grows.

@@ -38,7 +38,11 @@ pub fn serve(flags: &Flags) -> i32 {
     };
     // The tools run in a worker process (design section 18), as `toolhost call`'s do, unless the
     // config or --no-isolate says otherwise.
-    let handle = match launch::host_handle(flags, &setup, Asker::Nobody) {
+    let handle = match launch::host_handle(
+        flags,
+        &setup,
+        &launch::Start { asker: Asker::Nobody, worker_flags: &[], lanes: 1 },
+    ) {
         Ok(handle) => handle,
         Err(code) => return code,
     };

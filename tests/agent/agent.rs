@@ -577,7 +577,7 @@ fn agent_prints_the_answer_on_stdout_and_one_progress_line_per_call_on_stderr() 
     ]);
     let home = Home::new();
     let url = server.base_url();
-    let out = run(&home, dir.path(), &["agent", "--base-url", &url, "--model", "m", "Write out.txt."]);
+    let out = run(&home, dir.path(), &["--yes", "agent", "--base-url", &url, "--model", "m", "Write out.txt."]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(stdout(&out), "I wrote out.txt.\n");
     let err = stderr(&out);
@@ -855,7 +855,7 @@ fn agent_takes_max_calls_per_reply_from_the_config() {
     let home = Home::new();
     let config = format!("[provider]\nbase_url = \"{}\"\nmodel = \"m\"\nmax_calls_per_reply = 2\n", server.base_url());
     write(&home.toolhost_config_dir(), "config.toml", &config);
-    let out = run(&home, dir.path(), &["agent", "Write three files."]);
+    let out = run(&home, dir.path(), &["--yes", "agent", "Write three files."]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(std::fs::read_dir(dir.path().join("out")).unwrap().count(), 2);
     let results = tool_results(&server.requests()[1]);

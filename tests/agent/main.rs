@@ -6,6 +6,9 @@
 mod common;
 
 mod agent;
+mod defaults;
+mod parallel;
 mod providers;
 mod replay;
+mod resume;
 mod stats;

@@ -91,6 +91,27 @@ fn tools_prints_each_provider_shape() {
 }
 
 #[test]
+fn tools_in_gemini_format_renames_dashed_parameters_and_leaves_out_what_gemini_cannot_take() {
+    let dir = workspace(&[]);
+    let tools = tempfile::tempdir().unwrap();
+    write(
+        tools.path(),
+        "twins.scm",
+        "(define-tool (twins (a-b string \"One\") (a_b string \"Other\")) \"Two names, one for Gemini.\" a-b)\n",
+    );
+    let folder = tools.path().display().to_string();
+    let out = toolhost(dir.path(), &["--tools", &folder, "tools", "--format", "gemini"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let tools: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    let edit = tools.iter().find(|t| t["function"]["name"] == "fs-edit").expect("fs-edit is sent");
+    let properties = edit["function"]["parameters"]["properties"].as_object().unwrap();
+    assert!(properties.contains_key("replace_all") && !properties.contains_key("replace-all"), "{edit}");
+    assert!(tools.iter().all(|t| t["function"]["name"] != "twins"), "a name two parameters share is left out");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("twins is left out: /properties/a-b") && err.contains("not a name Gemini takes"), "{err}");
+}
+
+#[test]
 fn repl_reads_multi_line_input_and_answers_commands() {
     let dir = workspace(&[]);
     let input = "(fs-read \"a.txt\"\n   5 1)\n:help fs-read\n:tools\n:call fs-read {\"path\": \"a.txt\", \"start\": \"7\", \"count\": 1}\n(car '())\n(+ 40 2)\n:quit\n";

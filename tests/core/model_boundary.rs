@@ -218,7 +218,7 @@ fn the_guard_judges_the_tidied_call() {
 fn strict_calls_drop_top_level_nulls_and_keep_nested_ones() {
     let dir = workspace();
     let mut host = host(dir.path());
-    let strict = CallOptions { strict: true };
+    let strict = CallOptions { strict: true, ..CallOptions::default() };
 
     // What a strict model sends for optionals it leaves out reaches the handler as if left out.
     let with_nulls = json!({"text": "t", "tags": null, "count": 4, "ratio": null, "flag": null, "opts": null});
@@ -545,7 +545,7 @@ fn each_change_to_the_arguments_is_recorded_as_a_repair_of_its_kind_beside_its_n
     assert_eq!(outcome.notes.len(), outcome.repairs.len(), "one note per repair: {:?}", outcome.notes);
 
     // Strict nulls dropped are repairs without a note, also inside arguments sent as a string.
-    let strict = CallOptions { strict: true };
+    let strict = CallOptions { strict: true, ..CallOptions::default() };
     let outcome = host.call_json_with("echo-args", r#"{"text": "t", "count": null, "flag": null}"#, strict);
     assert_eq!(repairs(&outcome), [("strict_null_dropped", Some("count")), ("strict_null_dropped", Some("flag"))]);
     assert!(outcome.notes.is_empty(), "{:?}", outcome.notes);
