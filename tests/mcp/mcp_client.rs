@@ -450,19 +450,19 @@ fn commands_that_call_no_mcp_tool_start_no_server_once_its_tool_list_is_kept_and
         catalogue
             .iter()
             .filter_map(|t| t["name"].as_str())
-            .filter(|n| n.starts_with("fixture."))
+            .filter(|n| n.starts_with("fixture__"))
             .map(String::from)
             .collect()
     };
     // The first command starts the server and keeps its tool list.
-    assert!(listed(&home).contains(&"fixture.old".to_string()));
+    assert!(listed(&home).contains(&"fixture__old".to_string()));
     assert_eq!(started(), 1);
     // Commands that call none of its tools start none: they read the kept list.
     let out = home.run(dir.path(), &["--config", &config, "eval", "(+ 1 2)"], None);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "3", "{}", String::from_utf8_lossy(&out.stderr));
     let out = home.run(dir.path(), &["--config", &config, "pformat", "parse"], Some("no tags here\n"));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(listed(&home).contains(&"fixture.old".to_string()));
+    assert!(listed(&home).contains(&"fixture__old".to_string()));
     assert_eq!(started(), 1, "no command above called an MCP tool");
     // The server's tools change while it is not running. The first call starts it, which lists
     // them again: the kept tool it no longer has is removed, and says so.
@@ -475,7 +475,7 @@ fn commands_that_call_no_mcp_tool_start_no_server_once_its_tool_list_is_kept_and
     assert_eq!(started(), 2);
     // The list kept now is the server's new one.
     let now = listed(&home);
-    assert!(now.contains(&"fixture.new".to_string()) && !now.contains(&"fixture.old".to_string()), "{now:?}");
+    assert!(now.contains(&"fixture__new".to_string()) && !now.contains(&"fixture__old".to_string()), "{now:?}");
     assert_eq!(started(), 2);
     let out = home.run(dir.path(), &["--config", &config, "eval", "(fixture.new)"], None);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "\"I am new\"", "{}", String::from_utf8_lossy(&out.stderr));

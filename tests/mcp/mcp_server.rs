@@ -525,7 +525,7 @@ fn values_are_served_as_structured_content_beside_the_text_and_declared_shapes_a
     std::fs::write(dir.path().join("server.toml"), peers::stdio_entry("fixture", &peers::fixture_server(), &[], None))
         .unwrap();
     let tools = dir.path().join("tools").display().to_string();
-    let names = ["pair", "point", "answer", "yes", "liar", "counted", "fixture.structured", "fs-read"];
+    let names = ["pair", "point", "answer", "yes", "liar", "counted", "fixture__structured", "fs-read"];
     let mut calls: Vec<Value> = names.iter().map(|name| json!({"name": name, "arguments": {}})).collect();
     calls[7] = json!({"name": "fs-read", "arguments": {"path": "a.txt", "count": 1}});
     // The SDK client checks every structured result against the tool's outputSchema and throws
@@ -545,7 +545,7 @@ fn values_are_served_as_structured_content_beside_the_text_and_declared_shapes_a
     assert_eq!(structured("counted").1, Some(json!({"result": [1, 2, 3]})));
     // An MCP tool toolhost is a client of: its server's text and structured content, passed on.
     assert_eq!(
-        structured("fixture.structured"),
+        structured("fixture__structured"),
         ("2 items, total 3.5".to_string(), Some(json!({"total": 3.5, "items": ["a", "b"]})))
     );
     // Text stays text.
@@ -563,7 +563,7 @@ fn values_are_served_as_structured_content_beside_the_text_and_declared_shapes_a
     let wrapped = |inner: Value| json!({"type": "object", "properties": {"result": inner}, "required": ["result"]});
     assert_eq!(session.tool("answer")["outputSchema"], wrapped(json!({"type": "integer"})));
     assert_eq!(session.tool("counted")["outputSchema"], wrapped(json!({"type": "array"})));
-    assert_eq!(session.tool("fixture.structured")["outputSchema"]["properties"]["total"], json!({"type": "number"}));
+    assert_eq!(session.tool("fixture__structured")["outputSchema"]["properties"]["total"], json!({"type": "number"}));
     assert!(session.tool("pair").get("outputSchema").is_none(), "{}", session.tool("pair"));
     assert!(session.tool("fs-read").get("outputSchema").is_none());
 }
