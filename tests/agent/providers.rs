@@ -532,3 +532,33 @@ fn on_a_terminal_a_streamed_answer_is_shown_once() {
     assert_eq!(screen.matches("The answer, streamed.").count(), 1, "{screen}");
     assert!(screen.contains("tokens: input 10 (cached 0), output 5 in 1 turn"), "{screen}");
 }
+
+#[test]
+fn the_gemini_preset_sends_gemini_s_schema_dialect_and_maps_its_parameter_names_back() {
+    let (dir, home) = (files(), Home::new());
+    let server = ModelServer::start(vec![
+        Reply::calls(&[("call_1", "fs-edit", r#"{"path":"a.txt","old":"alpha","new":"beta","replace_all":true}"#)])
+            .chat(),
+        Reply::text("Edited.").chat(),
+    ]);
+    let url = server.base_url();
+    let out = agent(
+        &home,
+        dir.path(),
+        &["--provider", "gemini", "--base-url", &url, "--model", "m", "--no-stream", "--yes", "Edit a.txt."],
+        &[("GEMINI_API_KEY", "gemini-secret")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The call Gemini made with `replace_all` reached fs-edit as `replace-all`.
+    assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "beta\n");
+    let first = server.requests()[0].json();
+    let tools = first["tools"].as_array().expect("tools sent");
+    let edit = tools.iter().find(|t| t["function"]["name"] == "fs-edit").expect("fs-edit offered");
+    let properties = &edit["function"]["parameters"]["properties"];
+    assert!(properties.get("replace_all").is_some() && properties.get("replace-all").is_none(), "{properties}");
+    // None of the keywords Gemini's function declarations refuse.
+    let text = first["tools"].to_string();
+    for refused in ["additionalProperties", "$schema", "$ref"] {
+        assert!(!text.contains(refused), "{refused} sent to Gemini: {text}");
+    }
+}
