@@ -33,7 +33,8 @@
 //! | module | owns |
 //! |---|---|
 //! | [`model`] | the `Model` trait, messages, requests, replies and tool calls |
-//! | [`client`] | the model's HTTP client: settings, HTTP, retries, the chat-completions body and replies |
+//! | [`settings`] | where the model is and how to talk to it: URL, API, key, timeout, retries |
+//! | [`client`] | the model's HTTP client: HTTP, retries, the chat-completions body and replies |
 //! | [`anthropic`] | Anthropic's Messages API: its request body and replies, whole and streamed |
 //! | [`responses`] | OpenAI's Responses API: its request body and replies, whole and streamed |
 //! | [`provider`] | provider presets, the API key's scope, llama-server's `/props` check |
@@ -59,6 +60,7 @@ pub mod replay;
 pub mod responses;
 pub mod resume;
 pub mod session;
+pub mod settings;
 mod stop;
 mod stream;
 

@@ -22,8 +22,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::agent::client::ClientSettings;
 use crate::agent::model::{Message, ModelReply, ModelRequest, Usage};
+use crate::agent::settings::ClientSettings;
 use crate::agent::stream::{Event, ReplyBuilder};
 use crate::error::{Error, ErrorKind, Result};
 

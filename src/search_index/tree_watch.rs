@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
 
+use super::files::GiveUp;
 use super::walker;
-use super::warm::GiveUp;
 
 /// More events about the tree than this in one catch-up are handled as one walk of the whole
 /// tree, reusing what the stamps say is unchanged.
