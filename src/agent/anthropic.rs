@@ -25,7 +25,7 @@ use serde_json::{json, Map, Value};
 
 use crate::agent::model::{Message, ModelReply, ModelRequest, Usage};
 use crate::agent::settings::ClientSettings;
-use crate::agent::stream::{Event, ReplyBuilder};
+use crate::agent::stream::{unreadable, Event, ReplyBuilder};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The API version sent in `anthropic-version`: the one every Anthropic-compatible server knows.
@@ -205,11 +205,6 @@ fn usage(value: &Value) -> Option<Usage> {
         output_tokens: n("output_tokens").unwrap_or(0),
         cached_tokens: read,
     })
-}
-
-fn unreadable(reply: &str, what: &str) -> Error {
-    let excerpt: String = reply.trim().chars().take(500).collect();
-    Error::new(ErrorKind::Agent, format!("the model server's reply {what}; it reads: {excerpt}"))
 }
 
 fn server_error(value: &Value) -> Error {

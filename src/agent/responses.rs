@@ -24,7 +24,7 @@ use serde_json::{json, Map, Value};
 
 use crate::agent::model::{Message, ModelReply, ModelRequest, Usage};
 use crate::agent::settings::ClientSettings;
-use crate::agent::stream::{Event, ReplyBuilder};
+use crate::agent::stream::{unreadable, Event, ReplyBuilder};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Request fields the client sends itself.
@@ -158,11 +158,6 @@ fn usage(value: &Value) -> Option<Usage> {
         output_tokens: value.get("output_tokens").and_then(Value::as_u64).unwrap_or(0),
         cached_tokens: value.pointer("/input_tokens_details/cached_tokens").and_then(Value::as_u64),
     })
-}
-
-fn unreadable(reply: &str, what: &str) -> Error {
-    let excerpt: String = reply.trim().chars().take(500).collect();
-    Error::new(ErrorKind::Agent, format!("the model server's reply {what}; it reads: {excerpt}"))
 }
 
 fn server_error(error: &Value) -> Error {

@@ -313,6 +313,12 @@ pub(crate) fn read_stream<R: BufRead>(
     }
 }
 
+/// A reply (or a streamed event) the client cannot read, quoting its first 500 characters.
+pub(crate) fn unreadable(reply: &str, what: &str) -> Error {
+    let excerpt: String = reply.trim().chars().take(500).collect();
+    Error::new(ErrorKind::Agent, format!("the model server's reply {what}; it reads: {excerpt}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
