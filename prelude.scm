@@ -11,6 +11,8 @@
 ;;;                                      (as shell-exec)
 ;;;   (grep-matches pattern [glob])      a hash: "matches", a list of hashes with "path" "line" "text",
 ;;;                                      and "total" (as index-grep)
+;;;   (dir-entries [path] [depth])       the paths below a folder, from the workspace root, folders
+;;;                                      ending in "/" (as fs-list)
 
 ;; Scheme tools' procedures by name, and `define-tool` bodies by name (each taking every
 ;; parameter: a JSON call fills in the optional ones in Rust and calls the body at once, without
@@ -85,6 +87,19 @@
       '()
       (split-many (trim-end-matches text "\n") "\n")))
 
+;; (sort items less?): the items in the order `less?` gives, equal ones as they came (a merge sort).
+(define (sort items less?)
+  (define (merge a b kept)
+    (cond [(null? a) (append (reverse kept) b)]
+          [(null? b) (append (reverse kept) a)]
+          [(less? (car b) (car a)) (merge a (cdr b) (cons (car b) kept))]
+          [else (merge (cdr a) b (cons (car a) kept))]))
+  (let split ([items items] [n (length items)])
+    (if (< n 2)
+        items
+        (let ([half (quotient n 2)])
+          (merge (split (take items half) half) (split (list-tail items half) (- n half)) '())))))
+
 ;; Quotes a string for `sh`, so it reaches a command as one word whatever it holds.
 (define (shell-quote text)
   (string-append "'" (string-replace text "'" "'\\''") "'"))
@@ -127,6 +142,9 @@
       ;; Taken now: the guard's entry and registration are the host's, whatever a name is later
       ;; bound to.
       [enter %tool-enter]
+      [leave %tool-leave]
+      [failed %tool-failed]
+      [in-program? %in-program?]
       [register %register-tool])
   (set! %register-scheme-tool
         (lambda (name description params proc body output)
@@ -139,7 +157,13 @@
   (set! %tool-wrapper
         (lambda (name)
           (lambda args
-            (apply (hash-ref procs name) (enter name args)))))
+            (let ([checked (enter name args)])
+              ;; A program keeps a record of each call it makes, the result included.
+              (if (in-program?)
+                  (leave (call-with-exception-handler
+                          (lambda (e) (failed e))
+                          (lambda () (apply (hash-ref procs name) checked))))
+                  (apply (hash-ref procs name) checked))))))
   ;; `check-tool` (below): a call through the JSON call path (tidy, conversion, guard), the
   ;; tool's procedure run on the arguments that path checked.
   (set! %check-tool

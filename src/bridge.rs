@@ -14,6 +14,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
 
 use steel::parser::span::Span;
 use steel::rerrs::{ErrorKind as SteelErrorKind, SteelErr};
@@ -21,6 +22,7 @@ use steel::rvals::SteelVal;
 use steel::steel_vm::engine::Engine;
 
 use crate::args;
+use crate::call::{cap_result, CallRecord};
 use crate::context::ToolCtx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::guard::Guard;
@@ -42,6 +44,18 @@ pub(crate) struct Shared {
     /// bound under one of them would replace `map` or `define-tool` for every script.
     pub scheme_names: HashSet<String>,
     raised: Mutex<Raised>,
+    /// The calls of the program that runs (code mode); `None` when none runs.
+    program: Mutex<Option<ProgramCalls>>,
+}
+
+/// The calls a running program made, for its record.
+#[derive(Default)]
+struct ProgramCalls {
+    records: Vec<CallRecord>,
+    /// The Scheme tools entered and not yet left, innermost last: the record each keeps open (its
+    /// index) and when it began, or `None` for one a Scheme tool called. The calls a Scheme tool
+    /// makes are its own work, not the program's.
+    open: Vec<Option<(usize, Instant)>>,
 }
 
 /// Errors tools raised during the current run, by token.
@@ -62,6 +76,48 @@ impl Shared {
             added: Mutex::new(Vec::new()),
             scheme_names,
             raised: Mutex::new(Raised::default()),
+            program: Mutex::new(None),
+        }
+    }
+
+    /// Starts keeping the calls of a program about to run.
+    pub fn start_program(&self) {
+        if let Ok(mut program) = self.program.lock() {
+            *program = Some(ProgramCalls::default());
+        }
+    }
+
+    /// Stops keeping calls; the calls of the program that ran.
+    pub fn end_program(&self) -> Vec<CallRecord> {
+        self.program.lock().ok().and_then(|mut p| p.take()).map(|p| p.records).unwrap_or_default()
+    }
+
+    /// Whether a program runs.
+    pub fn in_program(&self) -> bool {
+        self.program.lock().is_ok_and(|p| p.is_some())
+    }
+
+    /// Whether a call made now is the program's own: a program runs, inside no Scheme tool.
+    fn program_calls(&self) -> bool {
+        self.program.lock().is_ok_and(|p| p.as_ref().is_some_and(|p| p.open.is_empty()))
+    }
+
+    fn keep(&self, record: CallRecord) -> Option<usize> {
+        let mut program = self.program.lock().ok()?;
+        let calls = program.as_mut()?;
+        calls.records.push(record);
+        Some(calls.records.len() - 1)
+    }
+
+    /// A call's result as its record keeps it: JSON, capped as a model's result is.
+    fn recorded_result(&self, result: &Result<SteelVal>) -> Result<serde_json::Value> {
+        let cap = self.ctx.limits.output_chars;
+        match result {
+            Ok(value) => Ok(cap_result(
+                value::scheme_to_json(value).unwrap_or_else(|_| serde_json::Value::String(value::write_scheme(value))),
+                cap,
+            )),
+            Err(e) => Err(e.clone()),
         }
     }
 
@@ -142,6 +198,13 @@ fn to_steel_error(e: &Error) -> SteelErr {
 pub(crate) fn install(engine: &mut Engine, shared: &Arc<Shared>) {
     bind(engine, shared, "%register-tool", register_tool);
     bind(engine, shared, "%tool-enter", tool_enter);
+    bind(engine, shared, "%tool-leave", tool_leave);
+    bind(engine, shared, "%in-program?", in_program);
+    let failing = Arc::clone(shared);
+    engine.register_value(
+        "%tool-failed",
+        SteelVal::anonymous_boxed_function(Arc::new(move |a: &[SteelVal]| tool_failed(&failing, a))),
+    );
     bind(engine, shared, "%fill-optionals", fill_optionals);
     for procedure in VALUE_PROCEDURES {
         let shared_here = Arc::clone(shared);
@@ -173,9 +236,70 @@ fn value_procedure(
     })?;
     let mut signature = tool.signature().clone();
     signature.name = name.to_string();
-    let values = args::args_from_scheme(&signature, given)?;
-    shared.guard.check(&shared.ctx, &tool, &values)?;
-    run(&shared.ctx, &values).map_err(|e| e.in_tool(name))
+    guarded_call(shared, &tool, &signature, given, |values| run(&shared.ctx, values).map_err(|e| e.in_tool(name)))
+}
+
+/// A call from Scheme code: the arguments checked against `signature`, the guard's judgement of
+/// them as a call of `tool`, then `run`. A call a program makes itself is kept for its record.
+fn guarded_call(
+    shared: &Shared,
+    tool: &Primitive,
+    signature: &Signature,
+    given: &[SteelVal],
+    run: impl FnOnce(&[SteelVal]) -> Result<SteelVal>,
+) -> Result<SteelVal> {
+    if !shared.program_calls() {
+        let values = args::args_from_scheme(signature, given)?;
+        shared.guard.check(&shared.ctx, tool, &values)?;
+        return run(&values);
+    }
+    let started = Instant::now();
+    let mut record = CallRecord::of_program_call(&signature.name, positional(given));
+    let result = (|| {
+        let values = args::args_from_scheme(signature, given)?;
+        record.arguments = by_name(signature, &values);
+        let decision = shared.guard.judge(&shared.ctx, tool, &values)?;
+        let verdict = decision.verdict(&signature.name);
+        record.decision = Some(decision);
+        verdict?;
+        run(&values)
+    })();
+    record.result = shared.recorded_result(&result);
+    record.elapsed = started.elapsed();
+    shared.keep(record);
+    result
+}
+
+/// Arguments as a program gave them, in order, as JSON.
+fn positional(given: &[SteelVal]) -> serde_json::Value {
+    serde_json::Value::Array(
+        given
+            .iter()
+            .map(|v| value::scheme_to_json(v).unwrap_or_else(|_| serde_json::Value::String(value::describe_scheme(v))))
+            .collect(),
+    )
+}
+
+/// Checked arguments by parameter name, as a model's call gives them: void ones (left out) left
+/// out, a variadic tail's as one list.
+fn by_name(signature: &Signature, values: &[SteelVal]) -> serde_json::Value {
+    let mut map = serde_json::Map::new();
+    for (i, v) in values.iter().enumerate() {
+        if matches!(v, SteelVal::Void) {
+            continue;
+        }
+        let Some(param) = signature.param_at(i) else { continue };
+        let json = value::scheme_to_json(v).unwrap_or_else(|_| serde_json::Value::String(value::describe_scheme(v)));
+        if i >= signature.params.len() {
+            let tail = map.entry(param.name.clone()).or_insert_with(|| serde_json::Value::Array(Vec::new()));
+            if let serde_json::Value::Array(items) = tail {
+                items.push(json);
+            }
+        } else {
+            map.insert(param.name.clone(), json);
+        }
+    }
+    serde_json::Value::Object(map)
 }
 
 /// Binds a Rust tool as a global Scheme procedure: checks the arguments against the signature,
@@ -192,13 +316,23 @@ pub(crate) fn bind_rust_tool(engine: &mut Engine, shared: &Arc<Shared>, tool: Ar
     let function = move |given: &[SteelVal]| -> steel::rvals::Result<SteelVal> {
         let run = || -> Result<SteelVal> {
             let tool = current_tool(&shared, &bound)?;
-            let values = args::args_from_scheme(tool.signature(), given)?;
-            shared.guard.check(&shared.ctx, &tool, &values)?;
-            invoke_rust(&shared, &tool, &values).map(|output| output.value)
+            guarded_call(&shared, &tool, tool.signature(), given, |values| {
+                invoke_rust(&shared, &tool, values).map(|output| output.value)
+            })
         };
         run().map_err(|e| shared.raise(e))
     };
     engine.register_value(&name, SteelVal::anonymous_boxed_function(Arc::new(function)));
+}
+
+/// Binds the program tool's name to a procedure that says a program cannot run another: the
+/// engine runs one program at a time.
+pub(crate) fn bind_program_tool(engine: &mut Engine, shared: &Arc<Shared>) {
+    let shared = Arc::clone(shared);
+    let function = move |_: &[SteelVal]| -> steel::rvals::Result<SteelVal> {
+        Err(shared.raise(crate::code_mode::not_from_scheme()))
+    };
+    engine.register_value(crate::code_mode::PROGRAM_TOOL, SteelVal::anonymous_boxed_function(Arc::new(function)));
 }
 
 /// The tool called `name` as the registry has it now, or why it is not there.
@@ -213,7 +347,7 @@ pub(crate) fn invoke_rust(shared: &Shared, tool: &Primitive, values: &[SteelVal]
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &tool.handler {
         Handler::Rust(handler) => handler(&shared.ctx, values).map(ToolOutput::from),
         Handler::RustOutput(handler) => handler(&shared.ctx, values),
-        Handler::Scheme => Err(Error::tool_failed(format!("{} is not a Rust tool", tool.name()))),
+        Handler::Scheme | Handler::Program => Err(Error::tool_failed(format!("{} is not a Rust tool", tool.name()))),
     }));
     match outcome {
         Ok(result) => result.map_err(|e| e.in_tool(tool.name())),
@@ -241,6 +375,11 @@ fn list(v: &SteelVal) -> Option<Vec<SteelVal>> {
 /// name. `output` is the declared shape of its result, `#f` for none.
 fn register_tool(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
     let invalid = |m: String| Error::new(ErrorKind::InvalidDefinition, format!("register-tool: {m}"));
+    if shared.in_program() {
+        return Err(invalid(
+            "a program cannot register tools; define a procedure instead, or put the tool in a tool file".into(),
+        ));
+    }
     let [name, description, params, proc, output] = a else {
         return Err(invalid(format!(
             "expected 4 or 5 arguments (register-tool name description params procedure [output-shape]), got {}",
@@ -348,12 +487,80 @@ fn tool_and_args(shared: &Shared, a: &[SteelVal]) -> Result<(Arc<Primitive>, Vec
 }
 
 /// `(%tool-enter name args)`: checks a Scheme call of a Scheme tool and passes the guard; returns
-/// the checked arguments.
+/// the checked arguments. While a program runs, the prelude's wrapper then calls `%tool-leave` with
+/// the tool's value or `%tool-failed` with its error, so the program's record of the call is
+/// complete.
 fn tool_enter(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
     let (tool, given) = tool_and_args(shared, a)?;
-    let values = args::args_from_scheme(tool.signature(), &given)?;
-    shared.guard.check(&shared.ctx, &tool, &values)?;
+    if !shared.in_program() {
+        let values = args::args_from_scheme(tool.signature(), &given)?;
+        shared.guard.check(&shared.ctx, &tool, &values)?;
+        return Ok(SteelVal::ListV(values.into_iter().collect()));
+    }
+    let opened = |entry: Option<(usize, Instant)>| {
+        if let Ok(mut program) = shared.program.lock() {
+            if let Some(calls) = program.as_mut() {
+                calls.open.push(entry);
+            }
+        }
+    };
+    if !shared.program_calls() {
+        let values = args::args_from_scheme(tool.signature(), &given)?;
+        shared.guard.check(&shared.ctx, &tool, &values)?;
+        opened(None);
+        return Ok(SteelVal::ListV(values.into_iter().collect()));
+    }
+    // The record is kept whatever happens; the checked arguments go on to the tool's procedure.
+    let started = Instant::now();
+    let mut checked = None;
+    let outcome = guarded_call(shared, &tool, tool.signature(), &given, |values| {
+        checked = Some(values.to_vec());
+        Ok(SteelVal::Void)
+    });
+    let values = match (outcome, checked) {
+        (Ok(_), Some(values)) => values,
+        (Err(e), _) => return Err(e),
+        (Ok(_), None) => return Err(Error::tool_failed("internal: a checked call gave no arguments")),
+    };
+    let index = shared.program.lock().ok().and_then(|p| p.as_ref().map(|c| c.records.len().saturating_sub(1)));
+    opened(index.map(|i| (i, started)));
     Ok(SteelVal::ListV(values.into_iter().collect()))
+}
+
+/// Closes the record of the Scheme tool left last, with its result.
+fn close_call(shared: &Shared, result: &Result<SteelVal>) {
+    let Ok(mut program) = shared.program.lock() else { return };
+    let Some(calls) = program.as_mut() else { return };
+    let Some(Some((index, started))) = calls.open.pop() else { return };
+    let recorded = shared.recorded_result(result);
+    if let Some(record) = calls.records.get_mut(index) {
+        record.result = recorded;
+        record.elapsed = started.elapsed();
+    }
+}
+
+/// `(%tool-leave value)`: a Scheme tool a program called returned `value`.
+fn tool_leave(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
+    let value = a.first().cloned().unwrap_or(SteelVal::Void);
+    close_call(shared, &Ok(value.clone()));
+    Ok(value)
+}
+
+/// `(%tool-failed error)`: a Scheme tool a program called raised `error`, which goes on up.
+fn tool_failed(shared: &Shared, a: &[SteelVal]) -> steel::rvals::Result<SteelVal> {
+    use steel::rvals::FromSteelVal;
+    let error = a
+        .first()
+        .and_then(|e| SteelErr::from_steelval(e).ok())
+        .unwrap_or_else(|| SteelErr::new(SteelErrorKind::Generic, "a tool failed".to_string()));
+    let ours = shared.raised(&error).unwrap_or_else(|| Error::tool_failed(steel_message(&error)));
+    close_call(shared, &Err(ours));
+    Err(error)
+}
+
+/// `(%in-program?)`: whether a program runs, so Scheme tools' calls are recorded.
+fn in_program(shared: &Shared, _: &[SteelVal]) -> Result<SteelVal> {
+    Ok(SteelVal::BoolV(shared.in_program()))
 }
 
 /// `(%fill-optionals name args)`: the arguments as a `define-tool` body binds them: every absent

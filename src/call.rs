@@ -88,6 +88,10 @@ pub struct CallRecord {
     pub text: Option<String>,
     /// How long the call took, from receipt to result.
     pub elapsed: Duration,
+    /// A program's calls ([`crate::code_mode`]): one record for each tool call the program made, in
+    /// order, each with its own decision and result. Present, perhaps empty, on the record of a
+    /// call of the program tool, and on no other.
+    pub nested: Option<Vec<CallRecord>>,
 }
 
 /// The record as it is written: `result` or `error`, times in milliseconds.
@@ -111,6 +115,8 @@ struct RecordWire {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<Error>,
     elapsed_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    nested: Option<Vec<CallRecord>>,
 }
 
 impl serde::Serialize for CallRecord {
@@ -127,6 +133,7 @@ impl serde::Serialize for CallRecord {
             text: self.text.clone(),
             error: self.result.as_ref().err().cloned(),
             elapsed_ms: self.elapsed.as_secs_f64() * 1000.0,
+            nested: self.nested.clone(),
         }
         .serialize(s)
     }
@@ -150,6 +157,7 @@ impl<'de> serde::Deserialize<'de> for CallRecord {
             result,
             text: wire.text,
             elapsed: Duration::try_from_secs_f64(wire.elapsed_ms / 1000.0).unwrap_or_default(),
+            nested: wire.nested,
         })
     }
 }
@@ -166,7 +174,14 @@ impl CallRecord {
             result: Ok(Value::Null),
             text: None,
             elapsed: Duration::ZERO,
+            nested: None,
         }
+    }
+
+    /// The record of a call a program made from Scheme code, before it is checked: `arguments` are
+    /// by parameter name when they converted, else as the program gave them, in order.
+    pub(crate) fn of_program_call(tool: &str, arguments: Value) -> Self {
+        CallRecord::new(tool, arguments)
     }
 
     /// The record of a call that never reached a host (its thread or worker had stopped): the

@@ -50,6 +50,12 @@ fn check_call(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
     let [SteelVal::StringV(name), SteelVal::StringV(json)] = a else {
         return Err(Error::new(ErrorKind::BadArguments, "check-tool: expected a tool name and JSON arguments"));
     };
+    if shared.in_program() {
+        return Err(Error::new(
+            ErrorKind::ToolFailed,
+            "check-tool: it is for tool tests; a program calls a tool as a procedure, (tool-name arg ...)",
+        ));
+    }
     let mut deferred: Option<(String, Vec<SteelVal>)> = None;
     let request = CallRequest::new(name.as_str(), json.as_str());
     let record = call::run(shared, &request, &mut |tool, values| match &tool.handler {
@@ -58,6 +64,7 @@ fn check_call(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
             deferred = Some((tool.name().to_string(), values));
             Ok(SteelVal::Void.into())
         }
+        Handler::Program => Err(crate::code_mode::not_from_scheme()),
     });
     match deferred {
         // The call got through every step up to running the tool.

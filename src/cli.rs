@@ -146,7 +146,7 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
     Replay(crate::agent::command::ReplayArgs),
     #[cfg(feature = "mcp")]
     /// Serve every tool of the host as an MCP server over standard input and output.
-    Mcp,
+    Mcp(crate::mcp::command::McpArgs),
     /// Load tool files in a fresh host and report each tool's signature and source, load errors
     /// (exit 1) and warnings (missing descriptions, strict-mode refusals).
     Check(crate::check::CheckArgs),
@@ -179,6 +179,9 @@ enum CatalogueFormat {
     Gemini,
     /// The P-format instructions and catalogue, as text for a prompt.
     Pformat,
+    /// Code mode's catalogue: every tool as a Scheme procedure, as the `scheme` program tool's
+    /// description shows it.
+    Code,
 }
 
 /// Prints a line on standard output. A reader that went away (`toolhost call ... | head`) is not
@@ -220,7 +223,7 @@ pub fn main() -> i32 {
         #[cfg(feature = "agent")]
         Command::Replay(args) => return crate::agent::command::replay(&flags, args),
         #[cfg(feature = "mcp")]
-        Command::Mcp => return crate::mcp::serve(&flags),
+        Command::Mcp(args) => return crate::mcp::serve(&flags, args),
         Command::Check(args) => return crate::check::command(&flags, args),
         Command::Test(args) => return crate::scheme_test::command(&flags, args),
         Command::Stats(args) => return crate::stats::command::command(args),
@@ -299,7 +302,8 @@ pub fn main() -> i32 {
             call(&mut host, &tool, json.as_deref().unwrap_or("{}"), record, answer_out)
         }
         Command::Tools { format } => {
-            let specs = host.specs();
+            // What a model is offered by default: each tool, the program tool left out.
+            let specs = crate::code_mode::offered(&host.specs(), crate::code_mode::ToolsAs::Json);
             let format = match format {
                 CatalogueFormat::Openai => Format::OpenAi,
                 CatalogueFormat::OpenaiStrict => Format::OpenAiStrict,
@@ -308,6 +312,10 @@ pub fn main() -> i32 {
                 CatalogueFormat::Gemini => Format::Gemini,
                 CatalogueFormat::Pformat => {
                     out!("{}\n\n{}", pformat::instructions(), pformat::catalogue(&specs));
+                    return 0;
+                }
+                CatalogueFormat::Code => {
+                    out!("{}", crate::code_mode::catalogue(&specs));
                     return 0;
                 }
             };
@@ -331,7 +339,7 @@ pub fn main() -> i32 {
         #[cfg(feature = "agent")]
         Command::Agent(_) | Command::Replay(_) => 0,
         #[cfg(feature = "mcp")]
-        Command::Mcp => 0,
+        Command::Mcp(_) => 0,
         Command::Check(_) | Command::Test(_) | Command::Stats(_) | Command::Worker { .. } => 0,
     }
 }

@@ -132,6 +132,8 @@ pub struct ShellConfig {
 pub struct LimitsConfig {
     /// Seconds one Scheme tool call may run, nested tool calls included.
     pub scheme_call_s: Option<f64>,
+    /// Seconds one code-mode program may run, its tool calls included.
+    pub program_s: Option<f64>,
     /// `shell-exec`'s default and maximum timeout, in seconds.
     pub shell_timeout_s: Option<u64>,
     /// Characters of any one tool result shown to a model.
@@ -175,6 +177,9 @@ pub struct ProviderConfig {
     pub api_key_env: Option<String>,
     /// Native tool calls or P-format text.
     pub dialect: Option<Dialect>,
+    /// Which tools the model is offered: each as a JSON tool, the program tool alone (code mode),
+    /// or both.
+    pub tools: Option<crate::code_mode::ToolsAs>,
     /// Whether tool schemas are sent in the provider's strict form.
     pub strict_tools: Option<bool>,
     /// Seconds one model request may take.
@@ -315,6 +320,9 @@ impl Config {
         if let Some(seconds) = set.scheme_call_s.and_then(|s| std::time::Duration::try_from_secs_f64(s).ok()) {
             limits.scheme_call = seconds;
         }
+        if let Some(seconds) = set.program_s.and_then(|s| std::time::Duration::try_from_secs_f64(s).ok()) {
+            limits.program = seconds;
+        }
         if let Some(seconds) = set.shell_timeout_s {
             limits.shell_timeout_s = seconds;
         }
@@ -401,6 +409,7 @@ pub fn merge(layers: impl IntoIterator<Item = ConfigLayer>) -> Config {
 
         let limits = &mut config.limits;
         limits.scheme_call_s = layer.limits.scheme_call_s.or(limits.scheme_call_s);
+        limits.program_s = layer.limits.program_s.or(limits.program_s);
         limits.shell_timeout_s = layer.limits.shell_timeout_s.or(limits.shell_timeout_s);
         limits.output_chars = layer.limits.output_chars.or(limits.output_chars);
         limits.read_lines = layer.limits.read_lines.or(limits.read_lines);
@@ -429,6 +438,7 @@ pub fn merge(layers: impl IntoIterator<Item = ConfigLayer>) -> Config {
         provider.max_tokens = later.max_tokens.or(provider.max_tokens);
         provider.stream = later.stream.or(provider.stream);
         provider.dialect = later.dialect.or(provider.dialect);
+        provider.tools = later.tools.or(provider.tools);
         provider.strict_tools = later.strict_tools.or(provider.strict_tools);
         provider.timeout_s = later.timeout_s.or(provider.timeout_s);
         provider.max_calls_per_reply = later.max_calls_per_reply.or(provider.max_calls_per_reply);
@@ -573,6 +583,7 @@ pub fn parse(text: &str, file: &Path) -> Result<ConfigLayer> {
     let limits = raw.limits.unwrap_or_default();
     let limits = LimitsConfig {
         scheme_call_s: limits.scheme_call_s.map(|s| s.0),
+        program_s: limits.program_s.map(|s| s.0),
         shell_timeout_s: limits.shell_timeout_s.map(|n| n.0),
         output_chars: limits.output_chars.map(|n| usize::try_from(n.0).unwrap_or(usize::MAX)),
         read_lines: limits.read_lines.map(|n| usize::try_from(n.0).unwrap_or(usize::MAX)),
@@ -616,6 +627,7 @@ pub fn parse(text: &str, file: &Path) -> Result<ConfigLayer> {
         model: provider.model.map(|m| m.0),
         api_key_env: provider.api_key_env.map(|n| n.0),
         dialect: provider.dialect,
+        tools: provider.tools,
         strict_tools: provider.strict_tools,
         timeout_s: provider.timeout_s.map(|s| s.0),
         max_calls_per_reply: provider.max_calls_per_reply.map(|n| n.0),
@@ -805,6 +817,7 @@ struct RawShell {
 #[serde(deny_unknown_fields)]
 struct RawLimits {
     scheme_call_s: Option<Seconds>,
+    program_s: Option<Seconds>,
     shell_timeout_s: Option<PositiveInt>,
     output_chars: Option<PositiveInt>,
     read_lines: Option<PositiveInt>,
@@ -845,6 +858,7 @@ struct RawProvider {
     model: Option<NonEmpty>,
     api_key_env: Option<EnvName>,
     dialect: Option<Dialect>,
+    tools: Option<crate::code_mode::ToolsAs>,
     strict_tools: Option<bool>,
     timeout_s: Option<Seconds>,
     max_calls_per_reply: Option<PositiveInt>,

@@ -75,6 +75,8 @@ impl Cancel {
 pub struct Limits {
     /// How long one call of a Scheme tool may run, nested tool calls included (`scheme_call_s`).
     pub scheme_call: std::time::Duration,
+    /// How long one code-mode program may run, every tool call it makes included (`program_s`).
+    pub program: std::time::Duration,
     /// `shell-exec`'s timeout when none is given, and the most a call may ask for
     /// (`shell_timeout_s`).
     pub shell_timeout_s: u64,
@@ -96,6 +98,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             scheme_call: std::time::Duration::from_secs(30),
+            program: std::time::Duration::from_secs(120),
             shell_timeout_s: 120,
             output_chars: 30_000,
             read_lines: 2000,

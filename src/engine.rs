@@ -14,7 +14,7 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use steel::parser::lexer::TokenStream;
 use steel::parser::tokens::TokenType;
@@ -143,9 +143,9 @@ fn stdin_unavailable(_args: &[SteelVal]) -> steel::rvals::Result<SteelVal> {
 /// A new engine for tool scripts. `trusted` scripts get steel's whole standard engine instead.
 /// `display` and friends write to standard error when `output_to_stderr`, so they cannot corrupt a
 /// JSON answer on standard output.
-pub(crate) fn new_engine(trusted: bool, output_to_stderr: bool) -> Result<Engine, String> {
+pub(crate) fn new_engine(trusted: bool, output_to_stderr: bool, captured: &Captured) -> Result<Engine, String> {
     let mut engine = if trusted { Engine::new() } else { script_engine()? };
-    install_display(&mut engine, output_to_stderr);
+    install_display(&mut engine, output_to_stderr, captured.clone());
     install_json(&mut engine);
     Ok(engine)
 }
@@ -202,9 +202,55 @@ pub(crate) fn end_display_line() {
     }
 }
 
+/// What a code-mode program displays: kept for its result while it runs, instead of printed. At
+/// most `cap` characters are kept (a program may print without end); the rest are counted.
+#[derive(Clone, Default)]
+pub(crate) struct Captured(Arc<Mutex<Option<Capture>>>);
+
+struct Capture {
+    text: String,
+    cap: usize,
+    dropped: usize,
+}
+
+impl Captured {
+    /// Keeps what is displayed from now on, up to `cap` characters.
+    pub fn start(&self, cap: usize) {
+        if let Ok(mut captured) = self.0.lock() {
+            *captured = Some(Capture { text: String::new(), cap, dropped: 0 });
+        }
+    }
+
+    /// Stops keeping: what was displayed, and how many characters past the cap were not kept.
+    pub fn take(&self) -> (String, usize) {
+        match self.0.lock().ok().and_then(|mut c| c.take()) {
+            Some(capture) => (capture.text, capture.dropped),
+            None => (String::new(), 0),
+        }
+    }
+
+    /// Keeps `out` when a program runs; false when none does.
+    fn keep(&self, out: &str) -> bool {
+        let Ok(mut captured) = self.0.lock() else { return false };
+        let Some(capture) = captured.as_mut() else { return false };
+        let room = capture.cap.saturating_sub(capture.text.len());
+        if out.len() <= room {
+            capture.text.push_str(out);
+        } else {
+            let mut cut = room;
+            while !out.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            capture.text.push_str(&out[..cut]);
+            capture.dropped = capture.dropped.saturating_add(out[cut..].chars().count());
+        }
+        true
+    }
+}
+
 /// `display`, `displayln` and `newline`. (steel's own come with its print library, which costs as
 /// much again as everything else loaded here.)
-fn install_display(engine: &mut Engine, to_stderr: bool) {
+fn install_display(engine: &mut Engine, to_stderr: bool, captured: Captured) {
     let show = move |args: &[SteelVal], newline: bool| -> steel::rvals::Result<SteelVal> {
         let mut out = String::new();
         for (i, arg) in args.iter().enumerate() {
@@ -219,6 +265,9 @@ fn install_display(engine: &mut Engine, to_stderr: bool) {
         if newline {
             out.push('\n');
         }
+        if captured.keep(&out) {
+            return Ok(SteelVal::Void);
+        }
         if to_stderr {
             let _ = std::io::stderr().lock().write_all(out.as_bytes());
         } else if !out.is_empty() {
@@ -229,9 +278,11 @@ fn install_display(engine: &mut Engine, to_stderr: bool) {
         }
         Ok(SteelVal::Void)
     };
+    let show = Arc::new(show);
+    let (line, newline) = (Arc::clone(&show), Arc::clone(&show));
     engine.register_value("display", boxed(move |a| show(a, false)));
-    engine.register_value("displayln", boxed(move |a| show(a, true)));
-    engine.register_value("newline", boxed(move |_| show(&[], true)));
+    engine.register_value("displayln", boxed(move |a| line(a, true)));
+    engine.register_value("newline", boxed(move |_| newline(&[], true)));
 }
 
 /// `string->jsexpr` and `value->jsexpr-string`, on toolhost's own value mapping (integers stay

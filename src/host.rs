@@ -34,6 +34,7 @@ use crate::workspace::Workspace;
 
 mod builder;
 mod load;
+mod program;
 mod scheme;
 
 use builder::ProjectTools;
@@ -107,6 +108,12 @@ pub struct Host {
     /// dropped after the registry whose handlers call them. Held, never read.
     #[allow(dead_code)]
     tool_sources: Vec<Box<dyn ToolSource>>,
+    /// What a running program displays (code mode), kept for its result.
+    displayed: crate::engine::Captured,
+    /// The calls of the program that ran last, until its call record takes them.
+    program_calls: Option<Vec<CallRecord>>,
+    /// The error a tool raised that ended the last run that failed, when one did.
+    last_raised: Option<Error>,
 }
 
 impl Host {
@@ -238,10 +245,14 @@ impl Host {
 
     fn run_call_parts(&mut self, tool: &str, arguments: &str, options: CallOptions) -> CallRecord {
         let shared = Arc::clone(&self.shared);
-        let record = call::run_parts(&shared, tool, arguments, options, &mut |tool, values| match &tool.handler {
+        let mut record = call::run_parts(&shared, tool, arguments, options, &mut |tool, values| match &tool.handler {
             Handler::Rust(_) | Handler::RustOutput(_) => bridge::invoke_rust(&shared, tool, &values),
             Handler::Scheme => self.call_scheme_tool(tool, values).map(Into::into),
+            Handler::Program => self.run_program(&values),
         });
+        if record.tool == crate::code_mode::PROGRAM_TOOL {
+            record.nested = Some(self.program_calls.take().unwrap_or_default());
+        }
         self.consume_interrupt();
         record
     }

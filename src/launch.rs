@@ -140,6 +140,7 @@ pub(crate) fn worker_spec(flags: &Flags, setup: &Setup, asker: Asker) -> Option<
     let mut spec = WorkerSpec::new(program, args);
     spec.call_deadline = limits.scheme_call;
     spec.shell_deadline = Duration::from_secs(limits.shell_timeout_s);
+    spec.program_deadline = limits.program;
     if let Some(mb) = setup.config.limits.worker_memory_mb {
         spec.memory_bytes = mb.saturating_mul(1 << 20);
     }

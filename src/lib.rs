@@ -70,6 +70,7 @@
 //! | `engine`, `watchdog` | the steel engine's module set, its time limit |
 //! | `bridge` | Scheme <-> registry: tools as procedures, `register-tool`, tool errors through Scheme |
 //! | `check_call` | the procedures `check-tool` calls through: a call reported as `toolhost call` does |
+//! | [`code_mode`] | code mode: the `scheme` program tool, the catalogue of tools as procedures, what a model is offered |
 //! | `bindings` | which global names a program may define or `set!`: none another program defined |
 //! | [`host`] | the host: engine + registry + guard |
 //! | [`call`] | the JSON call path and the call record |
@@ -112,6 +113,7 @@ mod check_call;
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod cli;
+pub mod code_mode;
 pub mod config;
 pub mod context;
 mod engine;

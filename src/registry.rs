@@ -51,6 +51,9 @@ pub enum Handler {
     /// A Scheme procedure registered with `register-tool`; it lives in the host's engine, found by
     /// the tool's name.
     Scheme,
+    /// A Scheme program given as the call's one argument, run by the host in its own engine: the
+    /// code-mode tool ([`crate::code_mode`]).
+    Program,
 }
 
 /// A tool primitive: its spec (what models see) and what runs it.

@@ -1,6 +1,7 @@
 //! The per-call time limit for Scheme code: one background thread per host that interrupts the
-//! engine (steel's thread-state controller) when an armed deadline passes. Rust tools that block
-//! are not stopped by this; they carry their own timeouts.
+//! engine (steel's thread-state controller) when an armed deadline passes, and sets the host's
+//! cancel flag, so a tool the code waits on that watches it (a `shell-exec` command) stops too.
+//! Rust tools that block without watching it are not stopped; they carry their own timeouts.
 //!
 //! Arming and disarming sit on every Scheme tool call, so they do not wake the thread unless they
 //! must: a thread asleep until an earlier moment wakes then anyway and sees the new deadline (or
@@ -12,6 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use steel::steel_vm::ThreadStateController;
+
+use crate::context::Cancel;
 
 #[derive(Default)]
 struct State {
@@ -35,7 +38,7 @@ pub(crate) struct Watchdog {
 pub(crate) struct Armed(u64);
 
 impl Watchdog {
-    pub fn new(controller: ThreadStateController) -> Self {
+    pub fn new(controller: ThreadStateController, cancel: Cancel) -> Self {
         let state: Arc<(Mutex<State>, Condvar)> = Arc::default();
         let worker_state = Arc::clone(&state);
         let worker_controller = controller.clone();
@@ -59,6 +62,7 @@ impl Watchdog {
                         let now = Instant::now();
                         if now >= deadline {
                             worker_controller.interrupt();
+                            cancel.cancel();
                             state.fired = Some(state.generation);
                             state.deadline = None;
                         } else {

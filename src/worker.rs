@@ -56,6 +56,8 @@ pub struct WorkerSpec {
     pub call_deadline: Duration,
     /// The deadline of one `shell-exec` call (the config's `shell_timeout_s`, its longest).
     pub shell_deadline: Duration,
+    /// The deadline of one code-mode program, its tool calls included (the config's `program_s`).
+    pub program_deadline: Duration,
     /// How long past a deadline the worker has to answer before it is killed.
     pub grace: Duration,
     /// How long a worker may take to start (build its host, load its tools).
@@ -66,7 +68,8 @@ pub struct WorkerSpec {
 
 impl WorkerSpec {
     /// A worker of `program` with `args` (ending with `worker`) and default bounds: 4 GiB of
-    /// address space, 30 s per call, 120 s per shell-exec call, 2 s grace, 60 s to start.
+    /// address space, 30 s per call, 120 s per shell-exec call or program, 2 s grace, 60 s to
+    /// start.
     pub fn new(program: impl Into<PathBuf>, args: Vec<String>) -> Self {
         WorkerSpec {
             program: program.into(),
@@ -74,6 +77,7 @@ impl WorkerSpec {
             memory_bytes: 4 << 30,
             call_deadline: Duration::from_secs(30),
             shell_deadline: Duration::from_secs(120),
+            program_deadline: Duration::from_secs(120),
             grace: Duration::from_secs(2),
             start_deadline: Duration::from_secs(60),
             env: Vec::new(),
@@ -84,6 +88,7 @@ impl WorkerSpec {
     fn deadline(&self, request: &Request) -> Duration {
         match request {
             Request::Call(call) if call.tool == "shell-exec" => self.shell_deadline.max(self.call_deadline),
+            Request::Call(call) if call.tool == crate::code_mode::PROGRAM_TOOL => self.program_deadline,
             Request::Call(_) => self.call_deadline,
             Request::Eval { limit_ms: Some(ms), .. } => Duration::from_millis(*ms),
             _ => self.start_deadline,

@@ -23,6 +23,7 @@ use crate::agent::replay::{self, ReplayAnswers};
 use crate::agent::resume::Resumed;
 use crate::agent::session::{End, Session, DEFAULT_MAX_CALLS_PER_REPLY, DEFAULT_MAX_TURNS};
 use crate::agent::stop::Stop;
+use crate::code_mode::ToolsAs;
 use crate::config::{Api, Dialect, Preset};
 use crate::error::{Error, ErrorKind};
 use crate::launch::{self, settings_error, Asker};
@@ -75,6 +76,11 @@ pub struct AgentArgs {
     /// dialect; native when neither says).
     #[arg(long, value_enum, value_name = "DIALECT")]
     pub dialect: Option<DialectArg>,
+    /// Which tools the model is offered: each as a JSON tool, only the `scheme` program tool with
+    /// every tool as a Scheme procedure (code mode), or both (instead of [provider] tools; json
+    /// when neither says).
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub tools_as: Option<ToolsAsArg>,
     /// Write the session log (JSON lines) to FILE as the session goes.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
@@ -99,6 +105,17 @@ pub enum DialectArg {
     Pformat,
     /// Native, unless the server says the model cannot take tools (llama-server's /props).
     Auto,
+}
+
+/// `--tools-as`.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum ToolsAsArg {
+    /// Each tool as a JSON tool of its own.
+    Json,
+    /// Only the `scheme` program tool, its description the catalogue of every tool as a procedure.
+    Code,
+    /// The tools, and the program tool beside them.
+    Both,
 }
 
 /// `--provider`.
@@ -276,6 +293,12 @@ pub fn agent(flags: &Flags, args: &AgentArgs) -> i32 {
     let mut session = Session::new(handle, &mut client)
         .instructions(&instructions)
         .dialect(dialect)
+        .tools_as(match args.tools_as {
+            Some(ToolsAsArg::Json) => ToolsAs::Json,
+            Some(ToolsAsArg::Code) => ToolsAs::Code,
+            Some(ToolsAsArg::Both) => ToolsAs::Both,
+            None => provider.tools.unwrap_or_default(),
+        })
         .strict(provider.strict_tools.unwrap_or(false))
         .max_turns(args.max_turns as usize)
         .max_calls_per_reply(

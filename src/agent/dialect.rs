@@ -14,11 +14,12 @@ use serde_json::Value;
 
 use crate::agent::model::{Message, ModelReply, ToolCall};
 use crate::call::{CallOptions, CallRequest};
+use crate::code_mode::{self, ToolsAs};
 use crate::config::Dialect;
 use crate::error::{Error, Result};
 use crate::handle::HostHandle;
 use crate::pformat;
-use crate::schema::Format;
+use crate::schema::{self, Format};
 use crate::spec::SpecSet;
 
 /// What a model is told when the embedder gives no system prompt of its own.
@@ -43,7 +44,8 @@ pub(crate) struct Speaker {
     format: Format,
     /// The tools sent with every request (native only; `None` when there are none).
     pub tools: Option<Value>,
-    /// Every tool's spec, for reading P-format tags.
+    /// The spec of every tool the model is offered: P-format tags are read with them, and a call
+    /// of any other tool is refused.
     specs: SpecSet,
 }
 
@@ -63,13 +65,13 @@ pub(crate) struct Answered {
 }
 
 impl Speaker {
-    /// Reads the catalogue (native) or the specs (pformat) from the host.
-    /// `format` is the catalogue's shape (the model's [`crate::agent::Model::catalogue_format`]).
-    pub fn new(handle: &HostHandle, dialect: Dialect, format: Format) -> Result<Speaker> {
-        let specs = handle.specs()?;
+    /// Reads the specs from the host and keeps those `tools_as` offers; makes the native
+    /// catalogue of them in `format` (the model's [`crate::agent::Model::catalogue_format`]).
+    pub fn new(handle: &HostHandle, dialect: Dialect, format: Format, tools_as: ToolsAs) -> Result<Speaker> {
+        let specs = code_mode::offered(&handle.specs()?, tools_as);
         let tools = match dialect {
             Dialect::Native | Dialect::Auto => {
-                let catalogue = handle.catalogue(format)?;
+                let catalogue = schema::catalogue(specs.iter().map(|s| s.as_ref()), format);
                 catalogue.as_array().is_some_and(|a| !a.is_empty()).then_some(catalogue)
             }
             Dialect::Pformat => None,
@@ -105,12 +107,20 @@ impl Speaker {
                 .tool_calls
                 .iter()
                 .enumerate()
-                .map(|(i, call)| Attempt::Run {
-                    id: id_for(i, &call.id),
-                    request: CallRequest {
+                .map(|(i, call)| match self.specs.get_by_provider_name(&call.name) {
+                    Some(_) => Attempt::Run {
+                        id: id_for(i, &call.id),
+                        request: CallRequest {
+                            tool: call.name.clone(),
+                            arguments: call.arguments.clone(),
+                            options: CallOptions::sent(self.format),
+                        },
+                    },
+                    // A tool the host has but the model was not offered (code mode offers one).
+                    None => Attempt::Refused {
+                        id: id_for(i, &call.id),
                         tool: call.name.clone(),
-                        arguments: call.arguments.clone(),
-                        options: CallOptions::sent(self.format),
+                        error: self.specs.unknown_tool_error(&call.name),
                     },
                 })
                 .collect(),

@@ -51,6 +51,9 @@ pub enum Entry {
         dialect: Dialect,
         /// Whether tools were sent in strict form.
         strict: bool,
+        /// Which tools the model was offered (code mode); `json` when absent.
+        #[serde(default, skip_serializing_if = "is_json")]
+        tools: crate::code_mode::ToolsAs,
         /// The turn limit.
         max_turns: usize,
         /// The model, as it describes itself.
@@ -255,4 +258,9 @@ mod tests {
         let e = read_log(&path).unwrap_err();
         assert_eq!((e.kind(), e.line()), (ErrorKind::Config, Some(2)));
     }
+}
+
+/// Whether tools were offered as JSON tools, as every log before code mode did.
+fn is_json(tools: &crate::code_mode::ToolsAs) -> bool {
+    *tools == crate::code_mode::ToolsAs::Json
 }

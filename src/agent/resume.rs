@@ -30,6 +30,8 @@ pub struct Resumed {
     pub dialect: Dialect,
     /// Whether tools were sent strict.
     pub strict: bool,
+    /// Which tools the model was offered.
+    pub tools_as: crate::code_mode::ToolsAs,
     /// The messages the log's requests carried, in order.
     pub messages: Vec<Message>,
     /// The last turn's number.
@@ -52,8 +54,8 @@ impl Resumed {
     pub fn from_log(entries: &[Entry], from: impl Into<String>) -> Result<Resumed> {
         let from = from.into();
         let bad = |what: String| Error::config(format!("cannot go on from {from}: {what}"));
-        let Some((dialect, strict)) = entries.iter().find_map(|e| match e {
-            Entry::Session { dialect, strict, .. } => Some((*dialect, *strict)),
+        let Some((dialect, strict, tools_as)) = entries.iter().find_map(|e| match e {
+            Entry::Session { dialect, strict, tools, .. } => Some((*dialect, *strict, *tools)),
             _ => None,
         }) else {
             return Err(bad("it has no session line".into()));
@@ -101,7 +103,7 @@ impl Resumed {
         if messages.is_empty() {
             return Err(bad("it has no request".into()));
         }
-        Ok(Resumed { from, dialect, strict, messages, turns, last_reply, last_results })
+        Ok(Resumed { from, dialect, strict, tools_as, messages, turns, last_reply, last_results })
     }
 }
 

@@ -40,6 +40,7 @@ use crate::agent::model::{Message, Model, ModelReply, ModelRequest};
 use crate::agent::resume::{not_run_text, Resumed};
 use crate::agent::stop::{self, Stop};
 use crate::call::{CallRecord, CallRequest};
+use crate::code_mode::ToolsAs;
 use crate::config::Dialect;
 use crate::error::{Error, ErrorKind, Result};
 use crate::handle::HostHandle;
@@ -156,6 +157,7 @@ pub struct Session<'a> {
     model: &'a mut dyn Model,
     dialect: Dialect,
     strict: bool,
+    tools_as: ToolsAs,
     max_turns: usize,
     max_calls: usize,
     max_turn_chars: usize,
@@ -178,6 +180,7 @@ impl<'a> Session<'a> {
             model,
             dialect: Dialect::Native,
             strict: false,
+            tools_as: ToolsAs::Json,
             max_turns: DEFAULT_MAX_TURNS,
             max_calls: DEFAULT_MAX_CALLS_PER_REPLY,
             max_turn_chars: DEFAULT_MAX_TURN_RESULT_CHARS,
@@ -197,6 +200,7 @@ impl<'a> Session<'a> {
     pub fn resume(mut self, resumed: Resumed) -> Self {
         self.dialect = resumed.dialect;
         self.strict = resumed.strict;
+        self.tools_as = resumed.tools_as;
         self.resumed = Some(resumed);
         self
     }
@@ -204,6 +208,14 @@ impl<'a> Session<'a> {
     /// How tools are spoken: native tool calls, or P-format text.
     pub fn dialect(mut self, dialect: Dialect) -> Self {
         self.dialect = dialect;
+        self
+    }
+
+    /// Which tools the model is offered: each as a JSON tool (the default), the program tool alone
+    /// with the catalogue of the others as procedures (code mode), or both. A call of a tool that
+    /// was not offered is refused as an unknown tool.
+    pub fn tools_as(mut self, tools_as: ToolsAs) -> Self {
+        self.tools_as = tools_as;
         self
     }
 
@@ -281,6 +293,7 @@ impl<'a> Session<'a> {
             toolhost: env!("CARGO_PKG_VERSION").to_string(),
             dialect: self.dialect,
             strict: self.strict,
+            tools: self.tools_as,
             max_turns: self.max_turns,
             model: self.model.describe(),
             task: task.to_string(),
@@ -288,7 +301,8 @@ impl<'a> Session<'a> {
             instructions: if self.resumed.is_some() { Vec::new() } else { self.instructions.clone() },
             resumes: self.resumed.as_ref().map(|r| r.from.clone()),
         })?;
-        let speaker = match Speaker::new(&self.handle, self.dialect, self.model.catalogue_format(self.strict)) {
+        let format = self.model.catalogue_format(self.strict);
+        let speaker = match Speaker::new(&self.handle, self.dialect, format, self.tools_as) {
             Ok(speaker) => speaker,
             Err(e) => return Err(self.fail(0, e)),
         };
@@ -575,6 +589,7 @@ fn refused_record(tool: String, error: Error) -> CallRecord {
         result: Err(error),
         text: None,
         elapsed: Duration::ZERO,
+        nested: None,
     }
 }
 
@@ -597,5 +612,6 @@ fn abandoned_record(request: &CallRequest, elapsed: Duration) -> CallRecord {
         )),
         text: None,
         elapsed,
+        nested: None,
     }
 }

@@ -214,7 +214,13 @@ impl HostBuilder {
             return Err(Error::config(format!("the tool folder {} does not exist", missing.display())));
         }
         let mut registry = self.rust_registry()?;
-        let mut engine = engine::new_engine(self.trusted_scripts, self.display_to_stderr)
+        // A program gets the engine scripts get; trusted scripts get steel's whole engine, which
+        // reaches files and processes around the guard, so a host running them offers no programs.
+        if self.builtin_tools && !self.trusted_scripts {
+            registry.register(crate::code_mode::program_tool())?;
+        }
+        let displayed = engine::Captured::default();
+        let mut engine = engine::new_engine(self.trusted_scripts, self.display_to_stderr, &displayed)
             .map_err(|message| Error::new(ErrorKind::Script, message))?;
         let mut scheme_names: HashSet<String> =
             engine.globals().iter().map(|name| name.resolve().to_string()).collect();
@@ -240,7 +246,10 @@ impl HostBuilder {
             shared.check_free(tool.name())?;
             bridge::bind_rust_tool(&mut engine, &shared, tool.clone());
         }
-        let watchdog = Watchdog::new(engine.get_thread_state_controller());
+        if registry.get(crate::code_mode::PROGRAM_TOOL).is_some() {
+            bridge::bind_program_tool(&mut engine, &shared);
+        }
+        let watchdog = Watchdog::new(engine.get_thread_state_controller(), shared.ctx.cancel.clone());
         let mut host = Host {
             engine,
             shared,
@@ -259,6 +268,9 @@ impl HostBuilder {
             origins: HashMap::new(),
             sources: Vec::new(),
             tool_sources: std::mem::take(&mut self.tool_sources),
+            displayed,
+            program_calls: None,
+            last_raised: None,
         };
         let prelude = host.load_text("prelude.scm", PRELUDE, true)?;
         host.scheme_tools = prelude.last().and_then(SchemeTools::from_prelude);

@@ -308,6 +308,7 @@ impl Host {
                         bridge::bind_rust_tool(&mut self.engine, &self.shared, tool)
                     }
                     Handler::Scheme => self.bind_tool_name(name),
+                    Handler::Program => {}
                 }
                 continue;
             }

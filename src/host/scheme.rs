@@ -92,7 +92,14 @@ impl Host {
                 return failure(ErrorKind::Script, None, INTERRUPTED.to_string());
             }
             let raised = self.shared.raised(&e);
-            if let Some((file, line)) = self.error_place(&e, Some((name, source))) {
+            self.last_raised = raised.clone();
+            let place = match name {
+                // A program's error points at the program's own line, however deep in a tool it
+                // was raised.
+                super::program::PROGRAM_NAME => self.place_in(&e, source).map(|line| (name.to_string(), line)),
+                _ => None,
+            };
+            if let Some((file, line)) = place.or_else(|| self.error_place(&e, Some((name, source)))) {
                 return Error::new(ErrorKind::Script, steel_message(&e)).at(file, Some(line));
             }
             // An error raised by a tool (register-tool's checks among them) has no span in the
@@ -127,6 +134,19 @@ impl Host {
         };
         e.span().and_then(|span| place(&span)).or_else(|| {
             e.stack_trace().as_ref()?.trace().iter().rev().find_map(|frame| frame.span().as_ref().and_then(place))
+        })
+    }
+
+    /// The line of `source` (the program that ran) an error points at: its own span, or else the
+    /// innermost call in its stack trace that lies in `source`.
+    fn place_in(&self, e: &steel::rerrs::SteelErr, source: &str) -> Option<usize> {
+        let line = |span: &steel::parser::span::Span| -> Option<usize> {
+            let stored = self.engine.get_source(&span.source_id()?)?;
+            let stored: &str = stored.as_ref().as_ref();
+            (stored == source).then(|| line_of(source, span.start() as usize)).flatten()
+        };
+        e.span().and_then(|span| line(&span)).or_else(|| {
+            e.stack_trace().as_ref()?.trace().iter().rev().find_map(|frame| frame.span().as_ref().and_then(line))
         })
     }
 

@@ -21,10 +21,20 @@ fn take_stdout_for_protocol() -> std::io::Result<std::fs::File> {
     Ok(std::fs::File::from(protocol))
 }
 
+/// `toolhost mcp`'s flags.
+#[derive(clap::Args, Debug, Default)]
+pub(crate) struct McpArgs {
+    /// Code mode: offer only the `scheme` program tool, whose description shows every tool (MCP
+    /// servers' included) as a Scheme procedure, so a client's model writes one program instead
+    /// of many calls.
+    #[arg(long)]
+    pub(crate) code: bool,
+}
+
 /// `toolhost mcp`: builds the host as the command line does (config, trust, flags; no terminal
 /// confirmer, since standard input is the protocol: a confirm rule denies unless `--yes`), then
 /// serves it on standard input and output until the client leaves. Returns the exit code.
-pub fn serve(flags: &Flags) -> i32 {
+pub fn serve(flags: &Flags, args: &McpArgs) -> i32 {
     let protocol = match take_stdout_for_protocol() {
         Ok(file) => file,
         Err(e) => {
@@ -47,7 +57,8 @@ pub fn serve(flags: &Flags) -> i32 {
         Err(code) => return code,
     };
     let writer = tokio::fs::File::from_std(protocol);
-    match McpServer::new(handle).watching_tools().run(tokio::io::stdin(), writer) {
+    let offered = if args.code { crate::code_mode::ToolsAs::Code } else { crate::code_mode::ToolsAs::Json };
+    match McpServer::new(handle).watching_tools().offering(offered).run(tokio::io::stdin(), writer) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("toolhost: {e}");

@@ -33,7 +33,7 @@
 pub mod cache;
 pub mod client;
 #[cfg(feature = "cli")]
-mod command;
+pub(crate) mod command;
 pub mod convert;
 pub mod server;
 mod stdio;

@@ -26,6 +26,7 @@ use serde_json::Value;
 use super::stdio::{self, CallTurn};
 use super::wire::RawArguments;
 
+use crate::code_mode::{self, ToolsAs};
 use crate::call::CallRequest;
 use crate::error::{Error, Result};
 use crate::handle::HostHandle;
@@ -38,12 +39,22 @@ pub struct McpServer {
     handle: HostHandle,
     /// Whether the host's tool folders are watched while it serves.
     watch_tools: bool,
+    /// Which tools clients are offered (`--code`: the program tool alone).
+    tools_as: ToolsAs,
 }
 
 impl McpServer {
     /// A server for the host behind `handle`.
     pub fn new(handle: HostHandle) -> Self {
-        McpServer { handle, watch_tools: false }
+        McpServer { handle, watch_tools: false, tools_as: ToolsAs::Json }
+    }
+
+    /// Offers clients the tools as `tools_as` says: each tool (the default), the `scheme` program
+    /// tool alone with the catalogue of every tool as a procedure in its description (code mode),
+    /// or both. A call of a tool not offered is answered as a call of an unknown tool.
+    pub fn offering(mut self, tools_as: ToolsAs) -> Self {
+        self.tools_as = tools_as;
+        self
     }
 
     /// Watches the host's tool folders while it serves: a `.scm` file added, changed or removed
@@ -141,7 +152,8 @@ impl ServerHandler for McpServer {
         let specs = ask_host(move || handle.specs())
             .await?
             .map_err(|e| ErrorData::internal_error(format!("the host cannot list its tools: {e}"), None))?;
-        let tools = specs.iter().map(|spec| mcp_tool(spec)).collect::<std::result::Result<Vec<_>, _>>()?;
+        let offered = code_mode::offered(&specs, self.tools_as);
+        let tools = offered.iter().map(|spec| mcp_tool(spec)).collect::<std::result::Result<Vec<_>, _>>()?;
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -157,6 +169,15 @@ impl ServerHandler for McpServer {
             None => request.arguments.map(|map| Value::Object(map).to_string()).unwrap_or_default(),
         };
         let tool = request.name.to_string();
+        let program = tool == code_mode::PROGRAM_TOOL;
+        if matches!((self.tools_as, program), (ToolsAs::Code, false) | (ToolsAs::Json, true)) {
+            let offered = if program { "the tools themselves" } else { "only the scheme program tool" };
+            let text = format!(
+                "error ({}): no tool called \"{tool}\" is offered: this server offers {offered}",
+                crate::error::ErrorKind::UnknownTool
+            );
+            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+        }
         let call = CallRequest::new(tool.clone(), arguments);
         let handle = self.handle.clone();
         // Held until the host has finished this call: the next call starts only then.

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use steel::rvals::SteelVal;
 
 use crate::context::ToolCtx;
 use crate::error::{Error, Result};
@@ -43,21 +44,69 @@ pub fn tool() -> Result<Primitive> {
 struct Listing<'a> {
     ctx: &'a ToolCtx,
     out: String,
+    /// The entries as data (`dir-entries`): paths from the workspace root, instead of `out`.
+    entries: Option<Vec<SteelVal>>,
     shown: usize,
     more: usize,
     max_depth: usize,
     hidden: Option<HiddenFrom>,
 }
 
-fn fs_list(ctx: &ToolCtx, path: Option<String>, depth: Option<i64>) -> Result<String> {
+/// The most entries `dir-entries` gives: a program's data need not fit a model's result, but a
+/// whole disk must not become one list.
+const MAX_ENTRY_VALUES: usize = 100_000;
+
+/// `(dir-entries [path] [depth])`: the paths below a folder, from the workspace root, folders
+/// ending in `/`, as `fs-list` walks them (what ignore files, hidden names and the guard's rules
+/// leave out is left out).
+pub(crate) fn entries_value(ctx: &ToolCtx, args: &[SteelVal]) -> Result<SteelVal> {
+    let path = match args.first() {
+        Some(SteelVal::StringV(p)) if !p.is_empty() => Some(p.as_str().to_string()),
+        _ => None,
+    };
+    let depth = match args.get(1) {
+        Some(SteelVal::IntV(n)) => Some(*n as i64),
+        _ => None,
+    };
+    let (listing_path, depth) = list_arguments(path, depth)?;
+    let mut listing = walk_from(ctx, &listing_path, depth, Some(Vec::new()))?;
+    if listing.more > 0 {
+        return Err(Error::tool_failed(format!(
+            "dir-entries: more than {MAX_ENTRY_VALUES} entries below {listing_path}; list a subfolder or a lower depth"
+        )));
+    }
+    Ok(SteelVal::ListV(listing.entries.take().unwrap_or_default().into_iter().collect()))
+}
+
+/// The folder and depth a listing reads: the root and 3 levels when left out.
+fn list_arguments(path: Option<String>, depth: Option<i64>) -> Result<(String, usize)> {
     let path = path.filter(|p| !p.is_empty()).unwrap_or_else(|| ".".to_string());
     let depth = match depth.unwrap_or(0) {
         0 => DEFAULT_DEPTH,
         n if n < 0 => return Err(Error::tool_failed(format!("depth must be 1 or more, got {n}"))),
         n => (n as usize).min(MAX_DEPTH),
     };
+    Ok((path, depth))
+}
+
+fn fs_list(ctx: &ToolCtx, path: Option<String>, depth: Option<i64>) -> Result<String> {
+    let (path, depth) = list_arguments(path, depth)?;
+    let listing = walk_from(ctx, &path, depth, None)?;
     let real = ctx.workspace.resolve(&path)?;
-    let dir = ctx.workspace.dir_beneath(&real, false).map_err(|e| not_a_folder(ctx, &real, &path, &e))?;
+    let Listing { mut out, shown, more, .. } = listing;
+    if shown == 0 {
+        out.push_str(&format!("({} is empty)\n", ctx.workspace.display(&real)));
+    }
+    if more > 0 {
+        out.push_str(&format!("... {more} more entries; list a subfolder or lower depth\n"));
+    }
+    Ok(out)
+}
+
+/// Walks the folder `path` down to `depth` levels: as text, or as data when `entries` is given.
+fn walk_from<'a>(ctx: &'a ToolCtx, path: &str, depth: usize, entries: Option<Vec<SteelVal>>) -> Result<Listing<'a>> {
+    let real = ctx.workspace.resolve(path)?;
+    let dir = ctx.workspace.dir_beneath(&real, false).map_err(|e| not_a_folder(ctx, &real, path, &e))?;
     // The ignore files of the folders above the listed one, from the workspace root down.
     let mut rules = Vec::new();
     let root = ctx.workspace.root();
@@ -69,16 +118,9 @@ fn fs_list(ctx: &ToolCtx, path: Option<String>, depth: Option<i64>) -> Result<St
         }
     }
     let hidden = ctx.hidden.for_tool("fs-list", Some(&ctx.workspace.display(&real)));
-    let mut listing = Listing { ctx, out: String::new(), shown: 0, more: 0, max_depth: depth, hidden };
+    let mut listing = Listing { ctx, out: String::new(), entries, shown: 0, more: 0, max_depth: depth, hidden };
     walk(&mut listing, &dir, &real, 1, &mut rules);
-    let Listing { mut out, shown, more, .. } = listing;
-    if shown == 0 {
-        out.push_str(&format!("({} is empty)\n", ctx.workspace.display(&real)));
-    }
-    if more > 0 {
-        out.push_str(&format!("... {more} more entries; list a subfolder or lower depth\n"));
-    }
-    Ok(out)
+    Ok(listing)
 }
 
 /// The error for a listed path that could not be opened as a folder.
@@ -171,14 +213,27 @@ fn walk(listing: &mut Listing, dir: &OwnedFd, at: &Path, level: usize, rules: &m
         if listing.hidden.as_ref().is_some_and(|h| h.hides_entry(&listing.ctx.workspace.display(&path))) {
             continue;
         }
-        let line = format!("{}{}{}\n", "  ".repeat(level - 1), name.to_string_lossy(), if is_dir { "/" } else { "" });
-        if listing.shown >= listing.ctx.limits.list_entries
-            || listing.out.len() + line.len() > listing.ctx.limits.output_budget()
-        {
-            listing.more += 1;
-        } else {
-            listing.out.push_str(&line);
-            listing.shown += 1;
+        match listing.entries.as_mut() {
+            Some(entries) if entries.len() >= MAX_ENTRY_VALUES => {
+                listing.more += 1;
+                return;
+            }
+            Some(entries) => {
+                let shown = listing.ctx.workspace.display(&path);
+                entries.push(SteelVal::StringV(if is_dir { format!("{shown}/") } else { shown }.into()));
+            }
+            None => {
+                let indent = "  ".repeat(level - 1);
+                let line = format!("{indent}{}{}\n", name.to_string_lossy(), if is_dir { "/" } else { "" });
+                if listing.shown >= listing.ctx.limits.list_entries
+                    || listing.out.len() + line.len() > listing.ctx.limits.output_budget()
+                {
+                    listing.more += 1;
+                } else {
+                    listing.out.push_str(&line);
+                    listing.shown += 1;
+                }
+            }
         }
         if is_dir && level < listing.max_depth {
             // Not followed if it is no longer a folder (a symlink swapped in): O_NOFOLLOW.

@@ -15,8 +15,8 @@
 //! limits that apply.
 //!
 //! Scheme code also gets some tools' data as values rather than as the text a model reads
-//! ([`value_procedures`]): `file-lines`, `shell-run` and `grep-matches`, each guarded as the tool it
-//! reads through.
+//! ([`value_procedures`]): `file-lines`, `shell-run`, `grep-matches` and `dir-entries`, each guarded
+//! as the tool it reads through.
 
 pub(crate) mod file;
 mod fs_edit;
@@ -62,4 +62,5 @@ pub(crate) const VALUE_PROCEDURES: &[ValueProcedure] = &[
     ValueProcedure { name: "file-lines", guarded_as: "fs-read", run: fs_read::lines_value },
     ValueProcedure { name: "shell-run", guarded_as: "shell-exec", run: shell_exec::run_value },
     ValueProcedure { name: "grep-matches", guarded_as: "index-grep", run: index_grep::matches_value },
+    ValueProcedure { name: "dir-entries", guarded_as: "fs-list", run: fs_list::entries_value },
 ];
