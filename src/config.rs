@@ -1242,6 +1242,7 @@ env_drop = ["AWS_*", "SSH_AUTH_SOCK"]
             layer.limits,
             LimitsConfig {
                 scheme_call_s: Some(2.5),
+                program_s: None,
                 shell_timeout_s: Some(60),
                 output_chars: Some(1000),
                 read_lines: Some(20),

@@ -45,8 +45,10 @@ pub(crate) struct Speaker {
     /// The tools sent with every request (native only; `None` when there are none).
     pub tools: Option<Value>,
     /// The spec of every tool the model is offered: P-format tags are read with them, and a call
-    /// of any other tool is refused.
+    /// of another tool of the host's is refused.
     specs: SpecSet,
+    /// The host's tools that the model was not offered (code mode offers one).
+    withheld: Vec<String>,
 }
 
 /// One call a reply asks for: runnable, or refused before it reached the host.
@@ -68,7 +70,9 @@ impl Speaker {
     /// Reads the specs from the host and keeps those `tools_as` offers; makes the native
     /// catalogue of them in `format` (the model's [`crate::agent::Model::catalogue_format`]).
     pub fn new(handle: &HostHandle, dialect: Dialect, format: Format, tools_as: ToolsAs) -> Result<Speaker> {
-        let specs = code_mode::offered(&handle.specs()?, tools_as);
+        let all = handle.specs()?;
+        let specs = code_mode::offered(&all, tools_as);
+        let withheld = all.iter().map(|s| s.name()).filter(|name| specs.get(name).is_none()).map(String::from).collect();
         let tools = match dialect {
             Dialect::Native | Dialect::Auto => {
                 let catalogue = schema::catalogue(specs.iter().map(|s| s.as_ref()), format);
@@ -76,7 +80,7 @@ impl Speaker {
             }
             Dialect::Pformat => None,
         };
-        Ok(Speaker { dialect, format, tools, specs })
+        Ok(Speaker { dialect, format, tools, specs, withheld })
     }
 
     /// The system prompt: `base`, and in P-format the instructions, the catalogue and how results
@@ -107,8 +111,8 @@ impl Speaker {
                 .tool_calls
                 .iter()
                 .enumerate()
-                .map(|(i, call)| match self.specs.get_by_provider_name(&call.name) {
-                    Some(_) => Attempt::Run {
+                .map(|(i, call)| match self.was_withheld(&call.name) {
+                    false => Attempt::Run {
                         id: id_for(i, &call.id),
                         request: CallRequest {
                             tool: call.name.clone(),
@@ -116,8 +120,7 @@ impl Speaker {
                             options: CallOptions::sent(self.format),
                         },
                     },
-                    // A tool the host has but the model was not offered (code mode offers one).
-                    None => Attempt::Refused {
+                    true => Attempt::Refused {
                         id: id_for(i, &call.id),
                         tool: call.name.clone(),
                         error: self.specs.unknown_tool_error(&call.name),
@@ -175,6 +178,16 @@ impl Speaker {
                 vec![Message::User(tags.join("\n"))]
             }
         }
+    }
+}
+
+impl Speaker {
+    /// Whether `tool` (as a provider was sent it) is one of the host's that the model was not
+    /// offered: calling it is refused as a call of an unknown tool. (A tool the host does not have
+    /// goes to the host, which says so.)
+    fn was_withheld(&self, tool: &str) -> bool {
+        let named = |w: &String| w == tool || crate::param::provider_name(w).is_some_and(|sent| sent == tool);
+        self.specs.get_by_provider_name(tool).is_none() && self.withheld.iter().any(named)
     }
 }
 

@@ -25,7 +25,7 @@ use crate::handle::HostHandle;
 
 /// The confirmation answer of the call being replayed, for the host's confirmer.
 #[derive(Debug, Clone, Default)]
-pub struct ReplayAnswers(Arc<Mutex<Option<Answer>>>);
+pub struct ReplayAnswers(Arc<Mutex<std::collections::VecDeque<Answer>>>);
 
 impl ReplayAnswers {
     /// No answer yet.
@@ -33,22 +33,23 @@ impl ReplayAnswers {
         ReplayAnswers::default()
     }
 
-    /// The confirmer to build the replay host with: it gives the logged answer, and who gave it,
-    /// so the call's result reads as it did; without one (the log has no confirmation for the
-    /// call) it answers as nobody does: no.
+    /// The confirmer to build the replay host with: it gives the logged answers, and who gave
+    /// them, in the order they were asked (a program's calls may ask several), so the call's result
+    /// reads as it did; past them (the log has no confirmation for the call) it answers as nobody
+    /// does: no.
     pub fn confirmer(&self) -> Confirmer {
         let answers = self.clone();
-        Arc::new(move |_| answers.get().unwrap_or_else(|| Answer { yes: false, by: NOBODY.into() }))
+        Arc::new(move |_| answers.next().unwrap_or_else(|| Answer { yes: false, by: NOBODY.into() }))
     }
 
-    fn set(&self, answer: Option<Answer>) {
-        if let Ok(mut slot) = self.0.lock() {
-            *slot = answer;
+    fn set(&self, answers: Vec<Answer>) {
+        if let Ok(mut queue) = self.0.lock() {
+            *queue = answers.into();
         }
     }
 
-    fn get(&self) -> Option<Answer> {
-        self.0.lock().ok().and_then(|slot| slot.clone())
+    fn next(&self) -> Option<Answer> {
+        self.0.lock().ok().and_then(|mut queue| queue.pop_front())
     }
 }
 
@@ -92,6 +93,19 @@ fn shown(text: &str) -> String {
     }
     let kept: String = text.chars().take(SHOWN_CHARS).collect();
     format!("{kept} [... {} more characters]", total - SHOWN_CHARS)
+}
+
+/// The confirmations a call's record logs, in the order they were asked: its own, then those of
+/// the calls a program made.
+fn logged_answers(record: &CallRecord) -> Vec<Answer> {
+    let own = std::iter::once(record);
+    let nested = record.nested.iter().flatten();
+    own.chain(nested)
+        .filter_map(|r| match &r.decision {
+            Some(Decision::Confirm { answer, by, .. }) => Some(Answer { yes: *answer, by: by.clone() }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// What replay compares: `{"ok":true,"result":R}` or `{"ok":false,"error":{"kind":K,"message":M}}`.
@@ -150,12 +164,9 @@ pub fn replay(entries: &[Entry], handle: &HostHandle, answers: &ReplayAnswers) -
             report.skipped += 1;
             continue;
         };
-        answers.set(match &record.decision {
-            Some(Decision::Confirm { answer, by, .. }) => Some(Answer { yes: *answer, by: by.clone() }),
-            _ => None,
-        });
+        answers.set(logged_answers(record));
         let now = handle.run_call(request.clone());
-        answers.set(None);
+        answers.set(Vec::new());
         report.replayed += 1;
         if outcome(&now) != outcome(record) {
             report.differences.push(Difference {

@@ -199,6 +199,6 @@ mod tests {
         assert!(!ends_with_definition("42"));
         assert!(ends_with_definition("(define x 1) ; the end\n#| more |#"));
         assert_eq!(macro_at("(display \"define-syntax\")"), None);
-        assert_eq!(macro_at("1\n(define-syntax m (syntax-rules () [(_) 1]))"), Some(2));
+        assert_eq!(macro_at("1\n(define-syntax m (syntax-rules () [(_) 1]))"), Some(3));
     }
 }

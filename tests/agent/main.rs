@@ -6,6 +6,7 @@
 mod common;
 
 mod agent;
+mod code_mode;
 mod defaults;
 mod parallel;
 mod providers;

@@ -11,6 +11,7 @@ mod authoring;
 mod bindings;
 mod builtin_tools;
 mod call_path;
+mod code_mode;
 mod config;
 mod guard;
 mod handle;

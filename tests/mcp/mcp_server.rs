@@ -627,3 +627,32 @@ fn a_tool_file_added_changed_or_removed_reloads_the_tools_and_tells_the_client()
     assert_eq!(steps[12], true, "no list_changed after a file was removed: {stderr}");
     assert!(!names(13).contains(&"beta".to_string()) && names(13).contains(&"alpha".to_string()), "{:?}", names(13));
 }
+
+#[test]
+fn with_code_the_server_offers_one_program_tool_over_every_tool_its_own_mcp_servers_included() {
+    let (dir, home, config, tools) = setup();
+    let program = "(define word (noisy \"hey\"))\n(list word (fixture.args \"via a program\") (length (file-lines \"a.txt\")))";
+    let calls = json!([
+        {"name": "scheme", "arguments": {"code": program}},
+        {"name": "scheme", "arguments": {"code": "(fs-write \"b.txt\" \"x\")"}},
+        {"name": "fs-read", "arguments": {"path": "a.txt"}},
+        {"name": "scheme", "arguments": {"code": "(car"}},
+    ]);
+    let args = ["--config", &config, "--tools", &tools, "mcp", "--code"];
+    let session = session(&home, dir.path(), &args, &calls);
+    assert!(session.errors.is_empty(), "the client reported errors: {:?}", session.errors);
+    assert_eq!(session.tools.len(), 1, "{:?}", session.tools);
+    let description = session.tool("scheme")["description"].as_str().unwrap();
+    for procedure in ["(fs-read path [start] [count])", "(noisy word)", "(fixture.args text", "(read-around path line [context])"] {
+        assert!(description.contains(procedure), "{procedure} in {description}");
+    }
+    let results: Vec<(String, bool)> = session.results.iter().map(text_of).collect();
+    assert!(!results[0].1, "{:?}", results[0]);
+    assert!(results[0].0.starts_with("(\"hey!\" ") && results[0].0.contains("via a program"), "{}", results[0].0);
+    assert!(results[0].0.ends_with(" 300)"), "{}", results[0].0);
+    // The nested write meets the confirm rule, with no one to ask.
+    assert!(results[1].1 && results[1].0.starts_with("error (denied): line 1: fs-write: denied:"), "{:?}", results[1]);
+    assert!(!dir.path().join("b.txt").exists());
+    assert!(results[2].1 && results[2].0.starts_with("error (unknown_tool)"), "{:?}", results[2]);
+    assert!(results[3].1 && results[3].0.contains("line 1, column 1: `(` is never closed"), "{:?}", results[3]);
+}
