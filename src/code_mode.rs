@@ -229,7 +229,10 @@ mod tests {
             gist("Find TODO, FIXME, XXX and HACK comments in the workspace, as path:line:text lines."),
             "Find TODO, FIXME, XXX and HACK comments in the workspace"
         );
-        assert_eq!(gist("Search the files for a regular expression (Rust regex syntax), leaving out"), "Search the files for a regular expression");
+        assert_eq!(
+            gist("Search the files for a regular expression (Rust regex syntax), leaving out"),
+            "Search the files for a regular expression"
+        );
         assert_eq!(first_clause("File to read, relative to the workspace root"), "File to read");
         assert_eq!(first_clause("First line; 1 when left out"), "First line");
     }

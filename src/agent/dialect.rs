@@ -72,7 +72,8 @@ impl Speaker {
     pub fn new(handle: &HostHandle, dialect: Dialect, format: Format, tools_as: ToolsAs) -> Result<Speaker> {
         let all = handle.specs()?;
         let specs = code_mode::offered(&all, tools_as);
-        let withheld = all.iter().map(|s| s.name()).filter(|name| specs.get(name).is_none()).map(String::from).collect();
+        let withheld =
+            all.iter().map(|s| s.name()).filter(|name| specs.get(name).is_none()).map(String::from).collect();
         let tools = match dialect {
             Dialect::Native | Dialect::Auto => {
                 let catalogue = schema::catalogue(specs.iter().map(|s| s.as_ref()), format);

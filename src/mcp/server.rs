@@ -26,8 +26,8 @@ use serde_json::Value;
 use super::stdio::{self, CallTurn};
 use super::wire::RawArguments;
 
-use crate::code_mode::{self, ToolsAs};
 use crate::call::CallRequest;
+use crate::code_mode::{self, ToolsAs};
 use crate::error::{Error, Result};
 use crate::handle::HostHandle;
 use crate::schema::{self, Format};

@@ -59,14 +59,20 @@ fn an_agent_in_code_mode_offers_only_the_program_tool_and_logs_each_call_its_pro
     let (home, logs) = (Home::new(), tempfile::tempdir().unwrap());
     let log = logs.path().join("s.jsonl").display().to_string();
     let url = server.base_url();
-    let out = run(&home, dir.path(), &["agent", "--tools-as", "code", "--base-url", &url, "--model", "m", "--log", &log, "Find TODOs."]);
+    let out = run(
+        &home,
+        dir.path(),
+        &["agent", "--tools-as", "code", "--base-url", &url, "--model", "m", "--log", &log, "Find TODOs."],
+    );
     assert_eq!((out.status.code(), stdout(&out)), (Some(0), "two TODOs\n".to_string()), "{}", stderr(&out));
     let first = server.requests()[0].json();
     let tools = first["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 1, "{tools:?}");
     assert_eq!(tools[0]["function"]["name"], "scheme");
     let description = tools[0]["function"]["description"].as_str().unwrap();
-    assert!(description.contains("(fs-read path [start] [count])") && description.contains("(grep-matches pattern [glob])"));
+    assert!(
+        description.contains("(fs-read path [start] [count])") && description.contains("(grep-matches pattern [glob])")
+    );
     let told = results(&server);
     assert_eq!(told[0], "found 2\n(\"src/a.rs\" \"src/b.rs\")");
     assert!(told[1].starts_with("error (unknown_tool)"), "a tool not offered is refused: {}", told[1]);
@@ -125,14 +131,18 @@ fn code_mode_works_in_p_format_and_in_strict_mode_and_both_offers_the_program_be
         Scripted::text("300 lines"),
     ]);
     let mut model = client(&server);
-    let outcome =
-        Session::new(handle(dir.path()), &mut model).dialect(Dialect::Pformat).tools_as(ToolsAs::Code).run("Count.").unwrap();
+    let outcome = Session::new(handle(dir.path()), &mut model)
+        .dialect(Dialect::Pformat)
+        .tools_as(ToolsAs::Code)
+        .run("Count.")
+        .unwrap();
     assert_eq!(outcome.answer.as_deref(), Some("300 lines"));
     let requests = server.requests();
     let system = requests[0].json()["messages"][0]["content"].as_str().unwrap().to_string();
     assert!(system.contains("scheme[0|<code>]") && system.contains("(file-lines path [start] [count])"), "{system}");
     assert!(!system.contains("\nfs-read["), "only the program tool is offered: {system}");
-    let back = requests[1].json()["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+    let back =
+        requests[1].json()["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
     assert!(back.contains("<tool_result call=\"1\" tool=\"scheme\">\n300\n"), "{back}");
 
     // Strict: the program tool's schema is strict, and its calls run.

@@ -86,6 +86,42 @@ fn crashes_and_hangs_end_the_call_and_the_next_call_works() {
 }
 
 #[test]
+fn a_program_that_allocates_without_bound_or_runs_away_ends_and_the_next_program_works() {
+    let dir = workspace(&[]);
+    let tools = tempfile::tempdir().unwrap();
+    write(tools.path(), "t.scm", TOOLS);
+    let home = tempfile::tempdir().unwrap();
+    let args = ["--root", &dir.path().display().to_string(), "--tools", &tools.path().display().to_string(), "worker"];
+    let mut spec = WorkerSpec::new(env!("CARGO_BIN_EXE_toolhost"), args.iter().map(|s| s.to_string()).collect());
+    spec.program_deadline = Duration::from_secs(2);
+    spec.grace = Duration::from_secs(1);
+    spec.memory_bytes = 2 << 30;
+    spec.env = vec![
+        ("HOME".into(), home.path().display().to_string()),
+        ("XDG_CONFIG_HOME".into(), home.path().join("xdg-config").display().to_string()),
+    ];
+    let mut worker = WorkerHandle::spawn(spec).expect("worker starts");
+    let program = |code: &str| serde_json::json!({ "code": code }).to_string();
+    for (code, expected) in [
+        // A hundred billion slots: 1.6 TB asked of a 2 GiB address space.
+        ("(vector-length (make-vector 100000000000 0))", "crashed"),
+        // Doubling a list without end: memory runs out, or the deadline passes first.
+        ("(let grow ([l (list 1)]) (grow (append l l)))", "crashed|timeout"),
+        ("(let loop () (loop))", "timeout"),
+        // The deadline (2 s here) is the program's own, not the 30 s of one Scheme tool call.
+        ("(spin)", "timeout"),
+    ] {
+        let started = Instant::now();
+        let record = worker.call("scheme", &program(code));
+        let took = started.elapsed();
+        assert!(expected.split('|').any(|e| e == kind(&record)), "{code}: {:?}", record.result);
+        assert!(took < Duration::from_secs(20), "{code} took {took:?}");
+        let next = worker.call("scheme", &program("(+ 1 2)"));
+        assert_eq!(next.result.as_ref().ok(), Some(&Value::String("3".into())), "after {code}");
+    }
+}
+
+#[test]
 fn ten_thousand_calls_through_one_handle_are_all_right_and_memory_stays_flat() {
     let dir = workspace(&[("sub/b.txt", "b\n")]);
     let tools = tempfile::tempdir().unwrap();

@@ -255,6 +255,7 @@ fn a_host_whose_scripts_are_trusted_offers_no_programs() {
     let mut host = HostBuilder::new(dir.path()).trusted_scripts(true).build().unwrap();
     assert!(host.tool(PROGRAM_TOOL).is_none());
     assert_eq!(err_of(&run(&mut host, "(+ 1 2)")).0, "unknown_tool");
-    let value: Value = serde_json::to_value(host.call_json("fs-read", r#"{"path":"a.txt","count":1}"#).to_json()).unwrap();
+    let value: Value =
+        serde_json::to_value(host.call_json("fs-read", r#"{"path":"a.txt","count":1}"#).to_json()).unwrap();
     assert_eq!(value["ok"], true);
 }

@@ -631,7 +631,8 @@ fn a_tool_file_added_changed_or_removed_reloads_the_tools_and_tells_the_client()
 #[test]
 fn with_code_the_server_offers_one_program_tool_over_every_tool_its_own_mcp_servers_included() {
     let (dir, home, config, tools) = setup();
-    let program = "(define word (noisy \"hey\"))\n(list word (fixture.args \"via a program\") (length (file-lines \"a.txt\")))";
+    let program =
+        "(define word (noisy \"hey\"))\n(list word (fixture.args \"via a program\") (length (file-lines \"a.txt\")))";
     let calls = json!([
         {"name": "scheme", "arguments": {"code": program}},
         {"name": "scheme", "arguments": {"code": "(fs-write \"b.txt\" \"x\")"}},
@@ -643,12 +644,16 @@ fn with_code_the_server_offers_one_program_tool_over_every_tool_its_own_mcp_serv
     assert!(session.errors.is_empty(), "the client reported errors: {:?}", session.errors);
     assert_eq!(session.tools.len(), 1, "{:?}", session.tools);
     let description = session.tool("scheme")["description"].as_str().unwrap();
-    for procedure in ["(fs-read path [start] [count])", "(noisy word)", "(fixture.args text", "(read-around path line [context])"] {
+    for procedure in
+        ["(fs-read path [start] [count])", "(noisy word)", "(fixture.args text", "(read-around path line [context])"]
+    {
         assert!(description.contains(procedure), "{procedure} in {description}");
     }
     let results: Vec<(String, bool)> = session.results.iter().map(text_of).collect();
     assert!(!results[0].1, "{:?}", results[0]);
-    assert!(results[0].0.starts_with("(\"hey!\" ") && results[0].0.contains("via a program"), "{}", results[0].0);
+    // What the Scheme tool displayed is part of what the program displayed, then its value.
+    assert!(results[0].0.starts_with("noise from a script\n(\"hey!\" "), "{}", results[0].0);
+    assert!(results[0].0.contains("via a program"), "{}", results[0].0);
     assert!(results[0].0.ends_with(" 300)"), "{}", results[0].0);
     // The nested write meets the confirm rule, with no one to ask.
     assert!(results[1].1 && results[1].0.starts_with("error (denied): line 1: fs-write: denied:"), "{:?}", results[1]);
