@@ -283,7 +283,7 @@ impl HostHandle {
         }
     }
 
-    /// Loads the tool folders and files again (see [`Host::reload`]).
+    /// Loads the tool folders and files again (see [`crate::Host::reload`]).
     ///
     /// # Errors
     /// When the host thread has stopped.
@@ -294,7 +294,7 @@ impl HostHandle {
         }
     }
 
-    /// The folders and files tools are loaded from (see [`Host::tool_paths`]).
+    /// The folders and files tools are loaded from (see [`crate::Host::tool_paths`]).
     ///
     /// # Errors
     /// When the host thread has stopped.

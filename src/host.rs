@@ -260,7 +260,7 @@ impl Host {
     /// Evaluates Scheme source and returns the value of its last expression (void when empty).
     ///
     /// # Errors
-    /// [`ErrorKind::Script`] with steel's message when it does not compile or fails.
+    /// [`crate::ErrorKind::Script`] with steel's message when it does not compile or fails.
     pub fn eval(&mut self, source: &str) -> Result<SteelVal> {
         self.eval_within(source, None)
     }
@@ -268,7 +268,7 @@ impl Host {
     /// [`Host::eval`] stopped after `limit` (a `timeout` error), when one is given.
     ///
     /// # Errors
-    /// As [`Host::eval`], and [`ErrorKind::Timeout`].
+    /// As [`Host::eval`], and [`crate::ErrorKind::Timeout`].
     pub fn eval_within(&mut self, source: &str, limit: Option<Duration>) -> Result<SteelVal> {
         Ok(self.eval_all(source, limit)?.pop().unwrap_or(SteelVal::Void))
     }

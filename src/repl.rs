@@ -1,5 +1,5 @@
 //! The REPL: Scheme input read until its parentheses balance, tool-name completion, history, and
-//! commands (`:tools`, `:help NAME`, `:call NAME JSON`, `:reload`, `:load FILE`). [`respond`] holds everything it does with a
+//! commands (`:tools`, `:help NAME`, `:call NAME JSON`, `:reload`, `:load FILE`). `respond` holds everything it does with a
 //! complete input, so scripts and tests drive it without a terminal.
 
 use std::borrow::Cow;

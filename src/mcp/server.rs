@@ -5,7 +5,7 @@
 //! host's call path by its [`HostHandle`] (tidy, convert, guard, run, record), and every error there
 //! comes back as an `isError` result whose text names the error's kind, so a model can act on it.
 //!
-//! Over standard input and output ([`super::stdio`]) a call's arguments reach the call path as the
+//! Over standard input and output (the `stdio` module) a call's arguments reach the call path as the
 //! text the client sent; a cancelled call (or one running when the input closes) is interrupted in
 //! the host, its command's processes with it; a call whose request carries a `progressToken` gets a
 //! progress notification each second it runs past the first. The protocol revision is 2025-11-25.
