@@ -123,7 +123,7 @@ fn check(code: &str) -> Result<()> {
         let (line, _) = place(code, offset);
         return Err(program_error(
             ErrorKind::Script,
-            format!("line {line}: brackets nest deeper than {} levels", MAX_SOURCE_DEPTH - 1),
+            format!("line {line}: brackets nest deeper than {MAX_SOURCE_DEPTH} levels"),
         ));
     }
     if let Some(offset) = macro_at(code) {
@@ -168,9 +168,16 @@ fn explain(error: Error, raised: Option<Error>, failed_call: Option<&str>, code:
         let call = code.find(&format!("({}", failed_call?))?;
         line_of(code, call)
     });
+    let what = match kind {
+        ErrorKind::Timeout => format!(
+            "{}, the time limit of one program with every call it makes ([limits] program_s)",
+            error.message().split(':').next().unwrap_or("stopped")
+        ),
+        _ => error.message().to_string(),
+    };
     let mut message = match line {
-        Some(line) => format!("line {line}: {}\n{}", error.message(), shown_line(code, line)),
-        None => error.message().to_string(),
+        Some(line) => format!("line {line}: {what}\n{}", shown_line(code, line)),
+        None => what,
     };
     if let Some(tool) = raised.as_ref().and_then(Error::tool).filter(|t| *t != PROGRAM_TOOL) {
         message.push_str(&format!("\n(raised by the tool call {tool}: {kind})"));
