@@ -149,7 +149,9 @@ fn a_symlink_swapped_in_during_the_call_is_not_followed_outside() {
         if let Ok(v) = &list.result {
             assert!(!v.to_string().contains("outside-only"), "fs-list followed the swapped symlink: {v}");
         }
-        let _ = host.call("fs-write", json!({"path": format!("sub/w{i}.txt"), "content": "w\n"}));
+        // A few names in turn: new files and replaced ones, in a folder that stays small (each
+        // iteration's index-grep walks it).
+        let _ = host.call("fs-write", json!({"path": format!("sub/w{}.txt", i % 8), "content": "w\n"}));
         let _ = host.call("fs-edit", json!({"path": "sub/f.txt", "old": "SECRET", "new": "pwned"}));
     }
     stop.store(true, Ordering::Relaxed);
