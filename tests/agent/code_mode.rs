@@ -24,12 +24,9 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// `toolhost ARGS` in `dir` with `home`, its input closed: no terminal.
 fn run(home: &Home, dir: &Path, args: &[&str]) -> Output {
-    let mut command = home.command(dir, args);
-    for proxy in ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"] {
-        command.env_remove(proxy);
-    }
-    command.stdin(std::process::Stdio::null()).output().expect("toolhost runs")
+    home.run(dir, args, None)
 }
 
 /// The tool results the second request carries back, in order.

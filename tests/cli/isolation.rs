@@ -29,17 +29,24 @@ fn worker(dir: &Path, tools: &Path, home: &Path) -> WorkerHandle {
     worker_within(dir, tools, home, Duration::from_secs(2))
 }
 
-/// [`worker`] with a deadline of `deadline` per call.
-fn worker_within(dir: &Path, tools: &Path, home: &Path, deadline: Duration) -> WorkerHandle {
+/// The spec of a worker on a workspace of `dir`, loading the test tools from `tools`, with 2 GiB of
+/// address space, a 1 s grace and a home of its own.
+fn spec(dir: &Path, tools: &Path, home: &Path) -> WorkerSpec {
     let args = ["--root", &dir.display().to_string(), "--tools", &tools.display().to_string(), "worker"];
     let mut spec = WorkerSpec::new(env!("CARGO_BIN_EXE_toolhost"), args.iter().map(|s| s.to_string()).collect());
-    spec.call_deadline = deadline;
     spec.grace = Duration::from_secs(1);
     spec.memory_bytes = 2 << 30;
     spec.env = vec![
         ("HOME".into(), home.display().to_string()),
         ("XDG_CONFIG_HOME".into(), home.join("xdg-config").display().to_string()),
     ];
+    spec
+}
+
+/// [`worker`] with a deadline of `deadline` per call.
+fn worker_within(dir: &Path, tools: &Path, home: &Path, deadline: Duration) -> WorkerHandle {
+    let mut spec = spec(dir, tools, home);
+    spec.call_deadline = deadline;
     let handle = WorkerHandle::spawn(spec).expect("worker starts");
     assert!(handle.load_errors().is_empty(), "{:?}", handle.load_errors());
     handle
@@ -91,15 +98,8 @@ fn a_program_that_allocates_without_bound_or_runs_away_ends_and_the_next_program
     let tools = tempfile::tempdir().unwrap();
     write(tools.path(), "t.scm", TOOLS);
     let home = tempfile::tempdir().unwrap();
-    let args = ["--root", &dir.path().display().to_string(), "--tools", &tools.path().display().to_string(), "worker"];
-    let mut spec = WorkerSpec::new(env!("CARGO_BIN_EXE_toolhost"), args.iter().map(|s| s.to_string()).collect());
+    let mut spec = spec(dir.path(), tools.path(), home.path());
     spec.program_deadline = Duration::from_secs(2);
-    spec.grace = Duration::from_secs(1);
-    spec.memory_bytes = 2 << 30;
-    spec.env = vec![
-        ("HOME".into(), home.path().display().to_string()),
-        ("XDG_CONFIG_HOME".into(), home.path().join("xdg-config").display().to_string()),
-    ];
     let mut worker = WorkerHandle::spawn(spec).expect("worker starts");
     let program = |code: &str| serde_json::json!({ "code": code }).to_string();
     for (code, expected) in [
