@@ -22,7 +22,6 @@ use steel::rvals::SteelVal;
 use steel::steel_vm::engine::Engine;
 
 use crate::args;
-use crate::call::{cap_result, CallRecord};
 use crate::context::ToolCtx;
 use crate::error::{Error, ErrorKind, Result};
 use crate::guard::Guard;
@@ -48,10 +47,24 @@ pub(crate) struct Shared {
     program: Mutex<Option<ProgramCalls>>,
 }
 
+/// One call a program made, as its record keeps it (see [`crate::CallRecord::nested`]).
+pub(crate) struct ProgramCall {
+    /// The procedure the program called.
+    pub tool: String,
+    /// The arguments by parameter name once they converted, else as given, in order.
+    pub arguments: serde_json::Value,
+    /// The guard's decision, when the call got that far.
+    pub decision: Option<crate::guard::Decision>,
+    /// The result, capped as a model's is, or the error.
+    pub result: Result<serde_json::Value>,
+    /// How long it took.
+    pub elapsed: std::time::Duration,
+}
+
 /// The calls a running program made, for its record.
 #[derive(Default)]
 struct ProgramCalls {
-    records: Vec<CallRecord>,
+    records: Vec<ProgramCall>,
     /// The Scheme tools entered and not yet left, innermost last: the record each keeps open (its
     /// index) and when it began, or `None` for one a Scheme tool called. The calls a Scheme tool
     /// makes are its own work, not the program's.
@@ -88,7 +101,7 @@ impl Shared {
     }
 
     /// Stops keeping calls; the calls of the program that ran.
-    pub fn end_program(&self) -> Vec<CallRecord> {
+    pub fn end_program(&self) -> Vec<ProgramCall> {
         self.program.lock().ok().and_then(|mut p| p.take()).map(|p| p.records).unwrap_or_default()
     }
 
@@ -102,7 +115,7 @@ impl Shared {
         self.program.lock().is_ok_and(|p| p.as_ref().is_some_and(|p| p.open.is_empty()))
     }
 
-    fn keep(&self, record: CallRecord) -> Option<usize> {
+    fn keep(&self, record: ProgramCall) -> Option<usize> {
         let mut program = self.program.lock().ok()?;
         let calls = program.as_mut()?;
         calls.records.push(record);
@@ -113,7 +126,7 @@ impl Shared {
     fn recorded_result(&self, result: &Result<SteelVal>) -> Result<serde_json::Value> {
         let cap = self.ctx.limits.output_chars;
         match result {
-            Ok(value) => Ok(cap_result(
+            Ok(value) => Ok(value::cap_result(
                 value::scheme_to_json(value).unwrap_or_else(|_| serde_json::Value::String(value::write_scheme(value))),
                 cap,
             )),
@@ -254,7 +267,13 @@ fn guarded_call(
         return run(&values);
     }
     let started = Instant::now();
-    let mut record = CallRecord::of_program_call(&signature.name, positional(given));
+    let mut record = ProgramCall {
+        tool: signature.name.clone(),
+        arguments: positional(given),
+        decision: None,
+        result: Ok(serde_json::Value::Null),
+        elapsed: std::time::Duration::ZERO,
+    };
     let result = (|| {
         let values = args::args_from_scheme(signature, given)?;
         record.arguments = by_name(signature, &values);

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use steel::rvals::SteelVal;
 
 use crate::args;
-use crate::bridge::Shared;
+use crate::bridge::{ProgramCall, Shared};
 use crate::error::{Error, ErrorKind, Reason, Result};
 use crate::gemini;
 use crate::guard::Decision;
@@ -178,12 +178,6 @@ impl CallRecord {
         }
     }
 
-    /// The record of a call a program made from Scheme code, before it is checked: `arguments` are
-    /// by parameter name when they converted, else as the program gave them, in order.
-    pub(crate) fn of_program_call(tool: &str, arguments: Value) -> Self {
-        CallRecord::new(tool, arguments)
-    }
-
     /// The record of a call that never reached a host (its thread or worker had stopped): the
     /// request as it came, and the error.
     pub fn failed(tool: String, arguments: String, error: Error) -> Self {
@@ -219,6 +213,17 @@ impl CallRecord {
             Ok(Value::String(s)) => s.clone(),
             Ok(other) => other.to_string(),
             Err(e) => format!("error ({}): {}", e.kind(), e.message()),
+        }
+    }
+}
+
+impl From<ProgramCall> for CallRecord {
+    fn from(call: ProgramCall) -> Self {
+        CallRecord {
+            decision: call.decision,
+            result: call.result,
+            elapsed: call.elapsed,
+            ..CallRecord::new(&call.tool, call.arguments)
         }
     }
 }
@@ -370,36 +375,9 @@ fn steps(
         .with_tool(name));
     }
     let cap = shared.ctx.limits.output_chars;
-    record.text = output.text.map(|text| match cap_result(Value::String(text), cap) {
+    record.text = output.text.map(|text| match value::cap_result(Value::String(text), cap) {
         Value::String(text) => text,
         other => other.to_string(),
     });
-    Ok(cap_result(json, cap))
-}
-
-/// A result longer than `cap` characters as a model would read it, cut to fit with a note saying
-/// so. (Tools that can stop at a whole line do so themselves and say how to go on; this is the
-/// last resort for the rest, Scheme tools' results among them.)
-pub(crate) fn cap_result(result: Value, cap: usize) -> Value {
-    let text = match &result {
-        Value::Null | Value::Bool(_) | Value::Number(_) => return result,
-        Value::String(s) if s.len() <= cap => return result,
-        Value::String(s) => s.clone(),
-        other => {
-            let text = other.to_string();
-            if text.len() <= cap {
-                return result;
-            }
-            text
-        }
-    };
-    let total = text.chars().count();
-    if total <= cap {
-        return result;
-    }
-    let note = |cut: usize| format!("\n[... {cut} more characters cut: a tool result shows at most {cap} characters]");
-    // The note's own length depends on the count it gives; a generous guess keeps the total in cap.
-    let keep = cap.saturating_sub(note(total).chars().count());
-    let kept: String = text.chars().take(keep).collect();
-    Value::String(format!("{kept}{}", note(total - keep)))
+    Ok(value::cap_result(json, cap))
 }

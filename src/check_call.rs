@@ -82,7 +82,7 @@ fn check_call_finish(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
         return Err(Error::new(ErrorKind::BadArguments, "check-tool: expected a tool name and a result"));
     };
     let json = match value::scheme_to_json(result) {
-        Ok(json) => json!({"ok": true, "result": call::cap_result(json, shared.ctx.limits.output_chars)}),
+        Ok(json) => json!({"ok": true, "result": crate::value::cap_result(json, shared.ctx.limits.output_chars)}),
         Err(e) => failed(ErrorKind::ToolFailed, format!("{name}: its result cannot be sent back: {}", e.0)),
     };
     outcome(&json)

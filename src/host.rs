@@ -70,6 +70,9 @@ impl Interrupter {
     }
 }
 
+/// The name a code-mode program's errors give it.
+const PROGRAM_NAME: &str = "program";
+
 /// What an interrupted run reports.
 const INTERRUPTED: &str = "interrupted";
 

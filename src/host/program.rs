@@ -9,14 +9,13 @@ use steel::rvals::SteelVal;
 
 use super::scheme::line_of;
 use super::Host;
+use super::PROGRAM_NAME;
+use crate::call::CallRecord;
 use crate::code_mode::{PROGRAM_PARAM, PROGRAM_TOOL};
 use crate::engine::{self, MAX_SOURCE_DEPTH};
 use crate::error::{Error, ErrorKind, Result};
 use crate::registry::ToolOutput;
 use crate::value::write_scheme;
-
-/// The name a program's errors give it.
-pub(super) const PROGRAM_NAME: &str = "program";
 
 /// What goes before a program: on its first line, so line numbers stay the program's.
 const OPEN: &str = "(let () ";
@@ -39,7 +38,7 @@ impl Host {
         let limit = self.shared.ctx.limits.program;
         self.last_raised = None;
         let result = self.run_source(&wrapped, PROGRAM_NAME, Some(limit), false);
-        self.program_calls = Some(self.shared.end_program());
+        self.program_calls = Some(self.shared.end_program().into_iter().map(CallRecord::from).collect());
         let (displayed, dropped) = self.displayed.take();
         let mut shown = displayed;
         if dropped > 0 {

@@ -96,7 +96,7 @@ impl Host {
             let place = match name {
                 // A program's error points at the program's own line, however deep in a tool it
                 // was raised.
-                super::program::PROGRAM_NAME => self.place_in(&e, source).map(|line| (name.to_string(), line)),
+                super::PROGRAM_NAME => self.place_in(&e, source).map(|line| (name.to_string(), line)),
                 _ => None,
             };
             if let Some((file, line)) = place.or_else(|| self.error_place(&e, Some((name, source)))) {
