@@ -46,7 +46,7 @@ pub fn program_tool() -> Primitive {
 pub(crate) fn not_from_scheme() -> Error {
     Error::new(
         ErrorKind::ToolFailed,
-        format!("{PROGRAM_TOOL}: a program cannot run another program; write the code in this one"),
+        format!("{PROGRAM_TOOL}: Scheme code cannot call the program tool (one program runs at a time); write the code in place"),
     )
     .with_tool(PROGRAM_TOOL)
 }

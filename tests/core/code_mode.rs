@@ -157,7 +157,7 @@ fn nothing_a_program_defines_outlasts_it_and_no_program_rebinds_what_others_rely
         ("(%register-scheme-tool \"t\" \"d\" '() (lambda () 1) #f #f)", "cannot register tools"),
         ("(require \"other.scm\")", "`require` is not available"),
         ("(eval '(+ 1 2))", "eval"),
-        ("(scheme \"(+ 1 2)\")", "a program cannot run another program"),
+        ("(scheme \"(+ 1 2)\")", "Scheme code cannot call the program tool"),
         ("(check-tool \"fs-read\" \"{}\" 1)", "check-tool: it is for tool tests"),
         ("(define-syntax m (syntax-rules () [(_) 1]))", "cannot define macros"),
         ("(open-input-file \"a.txt\")", "cannot open the file system"),
