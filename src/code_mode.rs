@@ -119,37 +119,34 @@ pub fn offered(specs: &SpecSet, tools_as: ToolsAs) -> SpecSet {
 
 /// How a program is run and what it gets back: the head of the catalogue.
 const GUIDE: &str = "\
-Runs `code`, a Scheme (steel) program in which each procedure below makes a checked tool call. \
-You get what it displayed, then its last value. A failed call raises an error; catch it \
-with (with-handler (lambda (e) (error-object-message e)) expr). Paths are relative to the \
-workspace root; [arguments] are optional; definitions end with the program; no file, process or \
-network access but these. Also: map filter foldl for-each range take length list-ref reverse \
-append, string-append substring string-contains? starts-with? ends-with? split-many \
-string-join string-lines number->string, hash hash-ref hash-try-get hash-insert hash->list, \
-(sort list less?).
+Runs `code`, Scheme (steel) in which each procedure below makes a checked tool call. You get what \
+it displayed, then its last value. A failed call raises an error; (with-handler (lambda (e) \
+(error-object-message e)) expr) catches it. Paths are workspace-relative; [args] are optional; \
+definitions end with the program. Also: map filter foldl take ends-with? split-many string-join \
+hash hash-ref hash-try-get hash-insert hash->list (sort list less?).
 (file-lines path [start] [count]) -> list of lines
-(dir-entries [path] [depth]) -> list of paths, folders ending in /
+(dir-entries [path] [depth]) -> list of paths
 (grep-matches pattern [glob]) -> hash \"matches\" (hashes \"path\" \"line\" \"text\"), \"total\"
 (shell-run cmd [timeout-s]) -> hash \"exit-code\" \"stdout\" \"stderr\"
-Tools (they return text unless -> says):
+Tools (text unless ->):
 ";
 
 /// Worked examples, at the end of the catalogue. Each runs as written (a test runs them).
 pub const EXAMPLES: &str = "\
 Examples:
-; files by TODO lines, most first
+; TODO lines per file
 (define (bump h k) (hash-insert h k (+ 1 (or (hash-try-get h k) 0))))
 (define n (foldl (lambda (m h) (bump h (hash-ref m \"path\"))) (hash) (hash-ref (grep-matches \"TODO\") \"matches\")))
 (sort (hash->list n) (lambda (a b) (> (cdr a) (cdr b))))
-; lines of each .md file
+; lines per .md file
 (map (lambda (p) (list p (length (file-lines p)))) (filter (lambda (p) (ends-with? p \".md\")) (dir-entries)))
 ";
 
 /// The catalogue a model offered the program tool reads: how programs run, the data procedures,
-/// each tool's signature with the gist of its description and of its optional parameters' docs
-/// (their first clause: the rest tells how a tool's text reads or what it does when a parameter is
-/// left out, which the signature and the value a program gets say), and worked examples. MCP tools
-/// are included like any other.
+/// each tool's signature with the gist of its description and of its optional parameters' short
+/// docs (their first clause: the rest tells how a tool's text reads or what it does when a
+/// parameter is left out, which the signature and the value a program gets say), and worked
+/// examples. MCP tools are included like any other.
 pub fn catalogue(specs: &SpecSet) -> String {
     let mut out = String::from(GUIDE);
     for spec in specs.iter().filter(|s| s.name() != PROGRAM_TOOL) {
@@ -167,7 +164,7 @@ pub fn catalogue(specs: &SpecSet) -> String {
         let docs: Vec<String> = optional
             .filter_map(|p| {
                 let doc = first_clause(&p.description);
-                (!doc.is_empty()).then(|| format!("{}: {doc}", p.name))
+                (!doc.is_empty() && doc.len() <= SHORT_DOC).then(|| format!("{}: {doc}", p.name))
             })
             .collect();
         if !docs.is_empty() {
@@ -191,19 +188,23 @@ fn shape_name(schema: &Value) -> Option<String> {
     Some(if keys.is_empty() { kind.to_string() } else { format!("{kind} {{{}}}", keys.join(", ")) })
 }
 
-/// A description's gist: its first sentence, up to the first clause break (`; `, ` (`, `: ` or
-/// `, `) past its first few words.
+/// A description's gist: its first sentence, up to the first clause break (`; `, ` (`, `: `, `, `
+/// or ` as `) past its first few words.
 fn gist(text: &str) -> &str {
     let text = text.trim();
     let sentence = text.match_indices(". ").map(|(i, _)| i).next().unwrap_or(text.len());
     let sentence = text[..sentence].trim_end_matches('.');
-    let cut = ["; ", " (", ": ", ", "]
+    let cut = ["; ", " (", ": ", ", ", " as "]
         .iter()
         .filter_map(|mark| sentence.match_indices(mark).map(|(i, _)| i).find(|&i| i >= GIST_WORDS))
         .min()
         .unwrap_or(sentence.len());
     &sentence[..cut]
 }
+
+/// The longest parameter doc the catalogue shows: a longer one mostly says how the tool's text
+/// reads or restates the name, and the catalogue's size is what code mode saves a model.
+const SHORT_DOC: usize = 24;
 
 /// How far into a description a clause break may end its gist.
 const GIST_WORDS: usize = 24;

@@ -239,7 +239,7 @@ fn the_catalogue_shows_every_tool_as_a_procedure_and_its_worked_examples_run() {
     }
     assert!(!catalogue.contains("(scheme code)"));
     let examples = code_mode::EXAMPLES.trim_start_matches("Examples:\n");
-    let first = examples.split("; lines of each").next().unwrap();
+    let first = examples.split("; lines per").next().unwrap();
     assert_eq!(ok_text(&run(&mut host, first)), r#"(("c.rs" . 3) ("docs/b.md" . 2) ("README.md" . 1))"#);
     let record = run(&mut host, examples);
     assert_eq!(ok_text(&record), r#"(("README.md" 2) ("docs/b.md" 2))"#);
