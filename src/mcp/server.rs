@@ -24,6 +24,7 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 
 use super::stdio::{self, CallTurn};
+use super::watch::{Listeners, ToolWatch};
 use super::wire::RawArguments;
 
 use crate::call::CallRequest;
@@ -53,7 +54,9 @@ impl McpServer {
         self
     }
 
-    /// Serves MCP on `reader` and `writer` until the client closes the connection.
+    /// Serves MCP on `reader` and `writer` until the client closes the connection. Then the call
+    /// that runs is stopped, and a worker process behind the handle is ended with what it started
+    /// (the handle's next request starts a fresh one), so nothing of the server's outlives it.
     ///
     /// # Errors
     /// When the runtime cannot start or initialization with the client fails.
@@ -69,9 +72,13 @@ impl McpServer {
             .build()
             .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))?;
         let (handle, watch_tools, spawner) = (self.handle.clone(), self.watch_tools, runtime.handle().clone());
-        let outcome = runtime.block_on(stdio::serve(self, reader, writer, move |peer| {
-            watch_tools.then(|| super::watch::ToolWatch::start(handle, peer, spawner))
-        }));
+        let ending = self.handle.clone();
+        let started = move |peer| {
+            let listeners = Listeners::default();
+            listeners.add(peer);
+            watch_tools.then(|| ToolWatch::start(handle, listeners, spawner))
+        };
+        let outcome = runtime.block_on(stdio::serve(self, reader, writer, started, move || ending.kill_worker()));
         // A read of standard input cannot be cancelled; do not wait for one that never ends.
         runtime.shutdown_background();
         outcome
