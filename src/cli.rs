@@ -145,8 +145,9 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
     /// Run a session log's calls again without a model; exit 1 if any result differs.
     Replay(crate::agent::command::ReplayArgs),
     #[cfg(feature = "mcp")]
-    /// Serve every tool of the host as an MCP server over standard input and output.
-    Mcp,
+    /// Serve every tool of the host as an MCP server over standard input and output, or over
+    /// streamable HTTP with --http.
+    Mcp(crate::mcp::McpArgs),
     /// Load tool files in a fresh host and report each tool's signature and source, load errors
     /// (exit 1) and warnings (missing descriptions, strict-mode refusals).
     Check(crate::check::CheckArgs),
@@ -220,7 +221,7 @@ pub fn main() -> i32 {
         #[cfg(feature = "agent")]
         Command::Replay(args) => return crate::agent::command::replay(&flags, args),
         #[cfg(feature = "mcp")]
-        Command::Mcp => return crate::mcp::serve(&flags),
+        Command::Mcp(args) => return crate::mcp::serve(&flags, args),
         Command::Check(args) => return crate::check::command(&flags, args),
         Command::Test(args) => return crate::scheme_test::command(&flags, args),
         Command::Stats(args) => return crate::stats::command::command(args),
@@ -331,7 +332,7 @@ pub fn main() -> i32 {
         #[cfg(feature = "agent")]
         Command::Agent(_) | Command::Replay(_) => 0,
         #[cfg(feature = "mcp")]
-        Command::Mcp => 0,
+        Command::Mcp(_) => 0,
         Command::Check(_) | Command::Test(_) | Command::Stats(_) | Command::Worker { .. } => 0,
     }
 }
