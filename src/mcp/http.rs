@@ -298,6 +298,9 @@ pub(crate) async fn serve(server: McpServer, options: &HttpOptions, listener: to
                 continue;
             }
         };
+        // Replies are small and written in pieces (headers, then events): without this, each
+        // waits out the client's delayed acknowledgement.
+        let _ = stream.set_nodelay(true);
         let front = Arc::clone(&front);
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |request| {
