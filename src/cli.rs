@@ -145,8 +145,9 @@ prompt back; twice quits. History is kept in ~/.toolhost_history ($TOOLHOST_HIST
     /// Run a session log's calls again without a model; exit 1 if any result differs.
     Replay(crate::agent::command::ReplayArgs),
     #[cfg(feature = "mcp")]
-    /// Serve every tool of the host as an MCP server over standard input and output.
-    Mcp(crate::mcp::command::McpArgs),
+    /// Serve every tool of the host as an MCP server over standard input and output, or over
+    /// streamable HTTP with --http.
+    Mcp(crate::mcp::McpArgs),
     /// Load tool files in a fresh host and report each tool's signature and source, load errors
     /// (exit 1) and warnings (missing descriptions, strict-mode refusals).
     Check(crate::check::CheckArgs),

@@ -294,6 +294,18 @@ impl HostHandle {
         }
     }
 
+    /// How many times a tool was registered or removed (see [`crate::Host::tool_changes`]): cheap to
+    /// ask often, to learn that the tools changed (an MCP server's list did).
+    ///
+    /// # Errors
+    /// When the host thread has stopped.
+    pub fn tool_changes(&self) -> Result<u64> {
+        match self.request(Request::ToolChanges)? {
+            Reply::Count(count) => Ok(count),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// The folders and files tools are loaded from (see [`crate::Host::tool_paths`]).
     ///
     /// # Errors
@@ -303,6 +315,27 @@ impl HostHandle {
             Reply::Paths(paths) => Ok(paths),
             other => Err(unexpected(&other)),
         }
+    }
+
+    /// Ends the host's worker process at once, and what it runs with it (see
+    /// [`crate::worker::WorkerInterrupter::kill`]); the call it ran fails with `crashed`, and the
+    /// next request starts a fresh worker. For a server that is going away and must not leave its
+    /// tools' processes behind. A host in this process cannot be ended so: it is only interrupted.
+    pub fn kill_worker(&self) {
+        match &self.interrupter {
+            Interrupt::Here(interrupter) => interrupter.interrupt(),
+            Interrupt::Worker(interrupter) => interrupter.kill(),
+        }
+        if let Some(started) = self.lanes.as_ref().and_then(|lanes| lanes.started.lock().ok()) {
+            for lane in started.iter() {
+                lane.kill_worker();
+            }
+        }
+    }
+
+    /// Whether the host runs in a worker process (which [`HostHandle::kill_worker`] can end).
+    pub fn in_worker(&self) -> bool {
+        matches!(self.host, Backend::Worker(_))
     }
 
     /// Stops the Scheme code the host is running now (the call it is in fails); later requests run

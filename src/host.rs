@@ -168,6 +168,12 @@ impl Host {
         self.shared.registry.read().map(|r| r.clone()).unwrap_or_default()
     }
 
+    /// How many times a tool was registered or removed ([`Registry::changes`]): it moves when an
+    /// MCP server's tool list changes, as when a reload changes a tool.
+    pub fn tool_changes(&self) -> u64 {
+        self.shared.registry.read().map(|r| r.changes()).unwrap_or_default()
+    }
+
     /// The specs of every tool, in registration order: what catalogues are made from.
     pub fn specs(&self) -> SpecSet {
         self.shared.registry.read().map(|r| r.specs().clone()).unwrap_or_default()

@@ -44,6 +44,8 @@ pub enum Request {
     ToolPaths,
     /// The tools whose calls may run beside others ([`Host::concurrent_tools`]).
     ConcurrentTools,
+    /// How many times a tool was registered or removed ([`Host::tool_changes`]).
+    ToolChanges,
 }
 
 /// A host's answer to a [`Request`], one for one.
@@ -68,6 +70,8 @@ pub enum Reply {
     Paths(Vec<std::path::PathBuf>),
     /// Tool names.
     Names(Vec<String>),
+    /// A count.
+    Count(u64),
 }
 
 /// Answers one request with the host. An interrupt that arrived between requests is forgotten: an
@@ -90,5 +94,6 @@ pub fn answer(host: &mut Host, request: Request) -> Reply {
         Request::Reload => Reply::Reload(host.reload()),
         Request::ToolPaths => Reply::Paths(host.tool_paths()),
         Request::ConcurrentTools => Reply::Names(host.concurrent_tools()),
+        Request::ToolChanges => Reply::Count(host.tool_changes()),
     }
 }

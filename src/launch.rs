@@ -138,6 +138,9 @@ pub(crate) fn worker_spec(flags: &Flags, setup: &Setup, asker: Asker) -> Option<
     }
     let limits = setup.config.tool_limits();
     let mut spec = WorkerSpec::new(program, args);
+    // Nobody is asked on the terminal (`toolhost mcp`): the worker may lead its own process group,
+    // so a server going away ends the worker and what it started together.
+    spec.own_process_group = asker == Asker::Nobody;
     spec.call_deadline = limits.scheme_call;
     spec.shell_deadline = Duration::from_secs(limits.shell_timeout_s);
     spec.program_deadline = limits.program;

@@ -107,6 +107,9 @@ pub struct Registry {
     /// Tools that were registered and are gone, by name, with why (removed by their MCP server): a
     /// call naming one is told so.
     removed: HashMap<String, String>,
+    /// How many times a tool was registered or removed: a reader that saw another count knows
+    /// the tools changed since (a server telling its clients).
+    changes: u64,
 }
 
 impl Registry {
@@ -124,13 +127,21 @@ impl Registry {
         self.specs.insert(Arc::clone(&primitive.spec))?;
         self.removed.remove(primitive.name());
         self.tools.insert(primitive.name().to_string(), Arc::new(primitive));
+        self.changes += 1;
         Ok(())
     }
 
     /// Removes the tool called `name`; true when there was one.
     pub fn unregister(&mut self, name: &str) -> bool {
         self.tools.remove(name);
-        self.specs.remove(name)
+        let removed = self.specs.remove(name);
+        self.changes += u64::from(removed);
+        removed
+    }
+
+    /// How many times a tool was registered or removed so far: when it moved, the tools changed.
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// The tool called `name`.

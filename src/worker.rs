@@ -40,6 +40,21 @@ pub(crate) use serve::serve;
 /// killed.
 const INTERRUPT_GRACE: Duration = Duration::from_millis(500);
 
+/// How long [`WorkerInterrupter::kill`] waits for the worker and its children to end.
+const KILL_WAIT: Duration = Duration::from_secs(1);
+
+/// The processes `pid` started that still run, from /proc (none where the kernel does not list
+/// them).
+fn children_of(pid: Pid) -> Vec<Pid> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", pid.as_raw_nonzero())) else { return Vec::new() };
+    tasks
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("children")).ok())
+        .flat_map(|text| {
+            text.split_whitespace().filter_map(|p| p.parse().ok().and_then(Pid::from_raw)).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// The descriptor the worker reads requests from and writes replies to.
 pub const WORKER_FD: i32 = 3;
 
@@ -64,6 +79,11 @@ pub struct WorkerSpec {
     pub start_deadline: Duration,
     /// Environment variables set for the worker on top of this process's.
     pub env: Vec<(String, String)>,
+    /// Whether the worker leads a process group of its own, so that ending it
+    /// ([`WorkerInterrupter::kill`]) ends the processes it started with it. Only for a worker that
+    /// never reads the terminal: a process outside the terminal's foreground group that does is
+    /// stopped.
+    pub own_process_group: bool,
 }
 
 impl WorkerSpec {
@@ -81,6 +101,7 @@ impl WorkerSpec {
             grace: Duration::from_secs(2),
             start_deadline: Duration::from_secs(60),
             env: Vec::new(),
+            own_process_group: false,
         }
     }
 
@@ -229,18 +250,56 @@ pub struct WorkerHandle {
 }
 
 /// Interrupts what the worker is running (SIGINT, which the worker turns into an interrupt of
-/// its host), from any thread.
+/// its host), or ends the worker, from any thread.
 #[derive(Clone, Debug)]
-pub struct WorkerInterrupter(Arc<AtomicU32>);
+pub struct WorkerInterrupter {
+    pid: Arc<AtomicU32>,
+    own_process_group: bool,
+}
 
 impl WorkerInterrupter {
     /// Interrupts the running call, if a worker runs.
     pub fn interrupt(&self) {
-        let pid = self.0.load(Ordering::SeqCst);
         // At worst the worker is gone already.
-        if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+        if let Some(pid) = self.worker() {
             let _ = kill_process(pid, Signal::INT);
         }
+    }
+
+    /// Ends the worker at once (SIGKILL) and what it started, and waits (at most [`KILL_WAIT`])
+    /// until they have ended. A supervised command's supervisor sees the worker's end of its stop
+    /// pipe close and kills everything the command started; an unsupervised command's process
+    /// group is killed here; when the worker leads a process group of its own, what is left in
+    /// it (an MCP server that did not end with its input) is killed last. The call it ran ends
+    /// with `crashed`; the next request starts a fresh worker.
+    pub fn kill(&self) {
+        use rustix::process::{kill_process_group, pidfd_open, PidfdFlags};
+        let Some(pid) = self.worker() else { return };
+        let children = children_of(pid);
+        let mut ends: Vec<OwnedFd> =
+            children.iter().filter_map(|&child| pidfd_open(child, PidfdFlags::empty()).ok()).collect();
+        ends.extend(pidfd_open(pid, PidfdFlags::empty()).ok());
+        let _ = kill_process(pid, Signal::KILL);
+        for &child in &children {
+            // A command without a supervisor leads its own process group (the worker kills it so).
+            if rustix::process::getpgid(Some(child)).is_ok_and(|group| group == child) {
+                let _ = kill_process_group(child, Signal::KILL);
+            }
+        }
+        let deadline = Instant::now() + KILL_WAIT;
+        for end in &ends {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let timeout = rustix::event::Timespec::try_from(left).ok();
+            let mut fds = [rustix::event::PollFd::new(end, rustix::event::PollFlags::IN)];
+            let _ = rustix::event::poll(&mut fds, timeout.as_ref());
+        }
+        if self.own_process_group {
+            let _ = kill_process_group(pid, Signal::KILL);
+        }
+    }
+
+    fn worker(&self) -> Option<Pid> {
+        i32::try_from(self.pid.load(Ordering::SeqCst)).ok().and_then(Pid::from_raw)
     }
 }
 
@@ -273,7 +332,7 @@ impl WorkerHandle {
 
     /// What interrupts this handle's running call from another thread.
     pub fn interrupter(&self) -> WorkerInterrupter {
-        WorkerInterrupter(Arc::clone(&self.pid))
+        WorkerInterrupter { pid: Arc::clone(&self.pid), own_process_group: self.spec.own_process_group }
     }
 
     fn start(&mut self) -> Result<()> {
@@ -290,6 +349,9 @@ impl WorkerHandle {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        if self.spec.own_process_group {
+            command.process_group(0);
+        }
         // SAFETY: only async-signal-safe calls (dup2, setrlimit) between fork and exec.
         unsafe {
             command.pre_exec(move || {

@@ -15,7 +15,8 @@
 //! registry ([`crate::LiveTools`]).
 //!
 //! As a **server** (`toolhost mcp`), toolhost serves every tool of a host over standard input and
-//! output, each call through the same call path as any other caller's; values go out as
+//! output, or over streamable HTTP (`--http`), each call through the same call path as any other
+//! caller's; values go out as
 //! `structuredContent`, declared shapes as `outputSchema`, and a change in its tool folders reloads
 //! them and tells the client.
 //!
@@ -26,15 +27,17 @@
 //! | [`client`] | [`McpClients`]: the connections to the configured servers, their tools as primitives, failure and restart |
 //! | [`server`] | [`McpServer`]: a host's tools served over MCP |
 //! | `stdio` | the server's standard input and output in front of the SDK: order, bounds, cancellation |
+//! | [`http`] | `toolhost mcp --http`: streamable HTTP, with Origin and bearer-token checks in front of the SDK |
 //! | [`wire`] | JSON-RPC lines: the size limit, the envelope check, raw `tools/call` arguments |
-//! | `watch` | `toolhost mcp`'s watch on its tool folders: reload, then `notifications/tools/list_changed` |
+//! | `watch` | `toolhost mcp`'s watch on its tools (its folders, an `[[mcp]]` server's list): `notifications/tools/list_changed` |
 //! | `command` | `serve`: the `toolhost mcp` command (feature `cli`) |
 
 pub mod cache;
 pub mod client;
 #[cfg(feature = "cli")]
-pub(crate) mod command;
+mod command;
 pub mod convert;
+pub mod http;
 pub mod server;
 mod stdio;
 mod watch;
@@ -42,5 +45,6 @@ pub mod wire;
 
 pub use client::{McpClients, McpStatus};
 #[cfg(feature = "cli")]
-pub(crate) use command::serve;
+pub(crate) use command::{serve, McpArgs};
+pub use http::HttpOptions;
 pub use server::McpServer;

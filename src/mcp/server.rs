@@ -5,10 +5,11 @@
 //! host's call path by its [`HostHandle`] (tidy, convert, guard, run, record), and every error there
 //! comes back as an `isError` result whose text names the error's kind, so a model can act on it.
 //!
-//! Over standard input and output (the `stdio` module) a call's arguments reach the call path as the
-//! text the client sent; a cancelled call (or one running when the input closes) is interrupted in
-//! the host, its command's processes with it; a call whose request carries a `progressToken` gets a
-//! progress notification each second it runs past the first. The protocol revision is 2025-11-25.
+//! Over standard input and output (the `stdio` module) or streamable HTTP ([`super::http`]) a call's
+//! arguments reach the call path as the text the client sent; a cancelled call (or one running
+//! when the input closes) is interrupted in the host, its command's processes with it; a call whose
+//! request carries a `progressToken` gets a progress notification each second it runs past the
+//! first. The protocol revision is 2025-11-25.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -23,7 +24,9 @@ use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 
+use super::http::HttpOptions;
 use super::stdio::{self, CallTurn};
+use super::watch::{Listeners, ToolWatch};
 use super::wire::RawArguments;
 
 use crate::call::CallRequest;
@@ -41,12 +44,17 @@ pub struct McpServer {
     watch_tools: bool,
     /// Which tools clients are offered (`--code`: the program tool alone).
     tools_as: ToolsAs,
+    /// Over HTTP: every session that has initialized, to be told when the tools change.
+    sessions: Option<Listeners>,
+    /// Over HTTP: the host's one turn, taken by each call in the order they come, from whichever
+    /// session (over standard input and output the transport keeps the order itself).
+    turns: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl McpServer {
     /// A server for the host behind `handle`.
     pub fn new(handle: HostHandle) -> Self {
-        McpServer { handle, watch_tools: false, tools_as: ToolsAs::Json }
+        McpServer { handle, watch_tools: false, tools_as: ToolsAs::Json, sessions: None, turns: None }
     }
 
     /// Offers clients the tools as `tools_as` says: each tool (the default), the `scheme` program
@@ -64,7 +72,9 @@ impl McpServer {
         self
     }
 
-    /// Serves MCP on `reader` and `writer` until the client closes the connection.
+    /// Serves MCP on `reader` and `writer` until the client closes the connection. Then the call
+    /// that runs is stopped, and a worker process behind the handle is ended with what it started
+    /// (the handle's next request starts a fresh one), so nothing of the server's outlives it.
     ///
     /// # Errors
     /// When the runtime cannot start or initialization with the client fails.
@@ -80,10 +90,46 @@ impl McpServer {
             .build()
             .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))?;
         let (handle, watch_tools, spawner) = (self.handle.clone(), self.watch_tools, runtime.handle().clone());
-        let outcome = runtime.block_on(stdio::serve(self, reader, writer, move |peer| {
-            watch_tools.then(|| super::watch::ToolWatch::start(handle, peer, spawner))
-        }));
+        let ending = self.handle.clone();
+        let started = move |peer| {
+            let listeners = Listeners::default();
+            listeners.add(peer);
+            watch_tools.then(|| ToolWatch::start(handle, listeners, spawner))
+        };
+        let outcome = runtime.block_on(stdio::serve(self, reader, writer, started, move || ending.kill_worker()));
         // A read of standard input cannot be cancelled; do not wait for one that never ends.
+        runtime.shutdown_background();
+        outcome
+    }
+
+    /// Serves MCP over streamable HTTP as `options` say, every session on this one host, until the
+    /// process ends. `bound` is told the URL once the server listens (port 0 becomes a free port).
+    ///
+    /// # Errors
+    /// When the runtime cannot start or the address cannot be bound.
+    pub fn run_http(mut self, options: &HttpOptions, bound: impl FnOnce(&str)) -> Result<()> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("toolhost-mcp-http")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))?;
+        let listeners = Listeners::default();
+        self.sessions = Some(listeners.clone());
+        self.turns = Some(Arc::new(tokio::sync::Semaphore::new(1)));
+        let _watch =
+            self.watch_tools.then(|| ToolWatch::start(self.handle.clone(), listeners, runtime.handle().clone()));
+        let outcome = runtime.block_on(async {
+            let address = options.address();
+            let listener = tokio::net::TcpListener::bind(address)
+                .await
+                .map_err(|e| Error::config(format!("cannot serve MCP on {address}: {e}")))?;
+            let local = listener
+                .local_addr()
+                .map_err(|e| Error::tool_failed(format!("cannot read the address served: {e}")))?;
+            bound(&format!("http://{local}{}", super::http::PATH));
+            super::http::serve(self, options, listener).await
+        });
         runtime.shutdown_background();
         outcome
     }
@@ -157,14 +203,25 @@ impl ServerHandler for McpServer {
         Ok(ListToolsResult::with_all_items(tools))
     }
 
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        if let Some(sessions) = &self.sessions {
+            sessions.add(context.peer);
+        }
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         mut context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, ErrorData> {
-        // The text the client sent, when the transport kept it: the call path then sees a key given
-        // twice, a nesting too deep and arguments that are not an object, as `toolhost call` does.
-        let arguments = match context.extensions.get::<RawArguments>() {
+        // The text the client sent, when the transport kept it (over HTTP, in the request's parts):
+        // the call path then sees a key given twice, a nesting too deep and arguments that are not
+        // an object, as `toolhost call` does.
+        let raw = context.extensions.get::<RawArguments>().cloned().or_else(|| {
+            let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+            parts.extensions.get::<RawArguments>().cloned()
+        });
+        let arguments = match raw {
             Some(raw) => raw.0.to_string(),
             None => request.arguments.map(|map| Value::Object(map).to_string()).unwrap_or_default(),
         };
@@ -181,7 +238,15 @@ impl ServerHandler for McpServer {
         let call = CallRequest::new(tool.clone(), arguments);
         let handle = self.handle.clone();
         // Held until the host has finished this call: the next call starts only then.
-        let turn = context.extensions.remove::<Arc<CallTurn>>();
+        let turn: Option<Box<dyn Send>> = match (context.extensions.remove::<Arc<CallTurn>>(), &self.turns) {
+            (Some(turn), _) => Some(Box::new(turn)),
+            (None, Some(turns)) => tokio::select! {
+                taken = Arc::clone(turns).acquire_owned() => taken.ok().map(|permit| Box::new(permit) as Box<dyn Send>),
+                // Cancelled while it waited: it never ran, and gets no reply.
+                () = context.ct.cancelled() => return Err(ErrorData::internal_error("the call was cancelled", None)),
+            },
+            (None, None) => None,
+        };
         let mut work = tokio::task::spawn_blocking(move || handle.run_call(call));
         let progress = context
             .meta

@@ -33,9 +33,10 @@ pub const MAX_UNANSWERED: usize = 64;
 /// The bytes of requests read and not yet answered, in KiB: 64 huge calls cannot add up.
 const MAX_UNANSWERED_KIB: u32 = (2 * MAX_MESSAGE_BYTES / 1024) as u32;
 
-/// How long, once the input closed, a cancelled call's host work has to stop before the server
-/// ends anyway.
-const STOP_GRACE: Duration = Duration::from_millis(1500);
+/// How long, once the input closed, a cancelled call's host work has to stop by itself before its
+/// host is ended outright (a worker process is killed, and what it started with it; a host in this
+/// process cannot be, and is only waited for this long).
+const ORDERLY_STOP: Duration = Duration::from_millis(250);
 
 /// What an input line holds of the reader's bounds, released when its reply is written.
 #[derive(Default)]
@@ -361,6 +362,7 @@ pub async fn serve<S: ServerHandler, Held>(
     reader: impl AsyncRead + Send + Unpin + 'static,
     writer: impl AsyncWrite + Send + Unpin + 'static,
     started: impl FnOnce(Peer<RoleServer>) -> Held,
+    end_host: impl FnOnce() + Send + 'static,
 ) -> Result<()> {
     let (output, lines) = mpsc::unbounded_channel();
     let (to_sdk, from_input) = mpsc::unbounded_channel();
@@ -386,11 +388,15 @@ pub async fn serve<S: ServerHandler, Held>(
         }
         Err(e) => Err(Error::tool_failed(format!("MCP initialization with the client failed: {e}"))),
     };
-    // The input has ended (or the SDK gave up): the running call was cancelled; let its host work
-    // stop, so its worker and processes end with the server, then write what is queued (the
-    // output ends once the reader and the channel have let go of the exchange).
+    // The input has ended (or the SDK gave up): the running call was cancelled. Its host work gets
+    // a moment to stop by itself; then the host is ended outright, waiting until its worker and
+    // what that started are gone, so neither outlives the server however busy the machine is or
+    // however deaf to interrupts the call (a worker left to notice its closed socket by itself
+    // would end after the server). Then what is queued is written (the output ends once the
+    // reader and the channel have let go of the exchange).
     exchange.end_of_input();
-    exchange.wait_idle(STOP_GRACE).await;
+    exchange.wait_idle(ORDERLY_STOP).await;
+    let _ = tokio::task::spawn_blocking(end_host).await;
     drop(exchange);
     let _ = tokio::time::timeout(Duration::from_millis(500), writing).await;
     outcome

@@ -1,15 +1,19 @@
-//! `toolhost mcp`'s watch on its tool folders: when a `.scm` file in them is added, changed or
-//! removed, the host loads its tools again (under the trust rule, as a fresh start would) and, when
-//! a tool changed, the client is sent `notifications/tools/list_changed`. A file that fails to load
-//! is reported on standard error with its file and line; the other files' tools stay.
+//! `toolhost mcp`'s watch on its tools: when a `.scm` file in its tool folders is added, changed
+//! or removed, the host loads its tools again (under the trust rule, as a fresh start would) and,
+//! when a tool changed, every client is sent `notifications/tools/list_changed`; a file that fails
+//! to load is reported on standard error with its file and line, the other files' tools stay. The
+//! same notification goes out when the host's tools change otherwise: an `[[mcp]]` server toolhost
+//! is a client of changed its own list.
 //!
-//! It polls the folders' entries (name, size, modification time) a few times a second rather than
-//! asking the kernel for events: a handful of small folders costs nothing to list, and polling sees
-//! editors that replace a file by renaming another over it exactly as it sees a plain write.
+//! It polls the folders' entries (name, size, modification time) and the host's count of tool
+//! changes a few times a second rather than asking the kernel or the host for events: a handful of
+//! small folders costs nothing to list, polling sees editors that replace a file by renaming
+//! another over it exactly as it sees a plain write, and the count is one small request to the host
+//! (which may be a worker process, where the `[[mcp]]` clients live).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use rmcp::service::{Peer, RoleServer};
@@ -20,44 +24,83 @@ use crate::handle::HostHandle;
 /// editor's write in several steps is loaded once.
 const POLL: Duration = Duration::from_millis(200);
 
+/// The clients to tell that the tools changed: the one over standard input and output, or each
+/// HTTP session.
+#[derive(Clone, Default)]
+pub(crate) struct Listeners(Arc<Mutex<Vec<Peer<RoleServer>>>>);
+
+impl Listeners {
+    /// Adds a client; those whose connection has closed are let go.
+    pub(crate) fn add(&self, peer: Peer<RoleServer>) {
+        if let Ok(mut peers) = self.0.lock() {
+            peers.retain(|p| !p.is_transport_closed());
+            peers.push(peer);
+        }
+    }
+
+    /// Sends `notifications/tools/list_changed` to every client still connected.
+    fn tools_changed(&self, runtime: &tokio::runtime::Handle) {
+        let peers = match self.0.lock() {
+            Ok(mut peers) => {
+                peers.retain(|p| !p.is_transport_closed());
+                peers.clone()
+            }
+            Err(_) => return,
+        };
+        for peer in peers {
+            runtime.spawn(async move {
+                if let Err(e) = peer.notify_tool_list_changed().await {
+                    eprintln!("toolhost: a client was not told that the tools changed: {e}");
+                }
+            });
+        }
+    }
+}
+
 /// The watch; dropping it stops it.
 pub(crate) struct ToolWatch {
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// What a listing sees of one `.scm` file.
 type Seen = Vec<(PathBuf, u64, Option<SystemTime>)>;
 
 impl ToolWatch {
-    /// Watches the tool folders and files of the host behind `handle`, telling `peer` when its
-    /// tools changed. `runtime` runs the notification.
-    pub(crate) fn start(handle: HostHandle, peer: Peer<RoleServer>, runtime: tokio::runtime::Handle) -> ToolWatch {
+    /// Watches the tools of the host behind `handle` (its tool folders and files, and its count of
+    /// tool changes), telling `listeners` when they changed. `runtime` runs the notifications.
+    pub(crate) fn start(handle: HostHandle, listeners: Listeners, runtime: tokio::runtime::Handle) -> ToolWatch {
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
-        let thread = std::thread::Builder::new()
+        let _ = std::thread::Builder::new()
             .name("toolhost-mcp-watch".into())
-            .spawn(move || watch(&handle, &peer, &runtime, &stopped))
+            .spawn(move || watch(&handle, &listeners, &runtime, &stopped))
             .map_err(|e| eprintln!("toolhost: the tool folders are not watched: {e}"))
             .ok();
-        ToolWatch { stop, thread }
+        ToolWatch { stop }
     }
 }
 
 impl Drop for ToolWatch {
+    /// Stops the watch without waiting for it: its thread may be waiting on the host, behind a long
+    /// call, and the server going away must not wait for that call.
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
-fn watch(handle: &HostHandle, peer: &Peer<RoleServer>, runtime: &tokio::runtime::Handle, stop: &AtomicBool) {
+fn watch(handle: &HostHandle, listeners: &Listeners, runtime: &tokio::runtime::Handle, stop: &AtomicBool) {
     let Ok(mut paths) = handle.tool_paths() else { return };
     let mut last = listing(&paths);
+    let mut changes = handle.tool_changes().unwrap_or_default();
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(POLL);
+        // The tools changed without a file changing: an MCP server's list did.
+        if let Ok(now) = handle.tool_changes() {
+            if now != changes && !stop.load(Ordering::SeqCst) {
+                changes = now;
+                listeners.tools_changed(runtime);
+            }
+        }
         let now = listing(&paths);
         if now == last {
             continue;
@@ -73,6 +116,9 @@ fn watch(handle: &HostHandle, peer: &Peer<RoleServer>, runtime: &tokio::runtime:
                 return;
             }
         };
+        // The reload's changes are told by its report (a reload that changed nothing moves the
+        // count too).
+        changes = handle.tool_changes().unwrap_or(changes);
         for error in &report.errors {
             eprintln!("toolhost: warning: {error}");
         }
@@ -80,12 +126,7 @@ fn watch(handle: &HostHandle, peer: &Peer<RoleServer>, runtime: &tokio::runtime:
             eprintln!("toolhost: {skipped}");
         }
         if !(report.added.is_empty() && report.changed.is_empty() && report.removed.is_empty()) {
-            let peer = peer.clone();
-            runtime.spawn(async move {
-                if let Err(e) = peer.notify_tool_list_changed().await {
-                    eprintln!("toolhost: the client was not told that the tools changed: {e}");
-                }
-            });
+            listeners.tools_changed(runtime);
         }
         // The trust rule may admit other folders now.
         paths = handle.tool_paths().unwrap_or(paths);

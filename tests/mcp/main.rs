@@ -7,4 +7,5 @@
 mod common;
 
 mod mcp_client;
+mod mcp_http;
 mod mcp_server;

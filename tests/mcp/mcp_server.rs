@@ -486,6 +486,43 @@ fn closed_input_ends_the_running_call_its_worker_and_the_server_within_2_s() {
     assert!(!dir.path().join("late.txt").exists());
 }
 
+/// A Scheme tool stuck in one builtin (a huge power of 7, seconds of work): no interrupt reaches
+/// it until the builtin returns.
+const CRUNCH_TOOL: &str = r#"(define-tool (crunch (n integer "The power."))
+  "Compute 7 to the power n, and say how many digits it has."
+  (number->string (string-length (number->string (expt 7 n)))))
+"#;
+
+#[test]
+fn closed_input_ends_a_worker_that_no_interrupt_stops_and_the_server_within_2_s() {
+    let dir = workspace(&[("tools/crunch.scm", CRUNCH_TOOL)]);
+    let home = Home::new();
+    let tools = dir.path().join("tools").display().to_string();
+    let mut raw = Raw::start(&home, dir.path(), &["--tools", &tools]);
+    let workers = children_of(raw.child.id());
+    assert_eq!(workers.len(), 1, "toolhost mcp runs its tools in a worker");
+    raw.call(1, "crunch", json!({"n": 30_000_000}));
+    // The worker is busy in the builtin once its CPU time moves.
+    let cpu = |pid: u32| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
+        fields.get(11).and_then(|t| t.parse().ok()).unwrap_or(0)
+    };
+    let before = cpu(workers[0]);
+    common::eventually("the worker to be computing", || cpu(workers[0]) > before + 20);
+    let closed = std::time::Instant::now();
+    raw.close_input();
+    let status = loop {
+        if let Some(status) = raw.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(closed.elapsed() < std::time::Duration::from_secs(2), "toolhost still runs 2 s after its input closed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(common::is_gone(workers[0]), "the worker outlived toolhost, still computing");
+}
+
 #[test]
 fn a_long_call_with_a_progress_token_reports_progress_until_its_result() {
     let (dir, home) = raw_workspace();
@@ -660,4 +697,34 @@ fn with_code_the_server_offers_one_program_tool_over_every_tool_its_own_mcp_serv
     assert!(!dir.path().join("b.txt").exists());
     assert!(results[2].1 && results[2].0.starts_with("error (unknown_tool)"), "{:?}", results[2]);
     assert!(results[3].1 && results[3].0.contains("line 1, column 1: `(` is never closed"), "{:?}", results[3]);
+}
+
+#[test]
+fn an_upstream_servers_list_changed_reaches_toolhost_mcps_client_and_a_new_listing_shows_it() {
+    let dir = workspace(&[]);
+    let home = Home::new();
+    std::fs::write(dir.path().join("server.toml"), peers::stdio_entry("fixture", &peers::fixture_server(), &[], None))
+        .unwrap();
+    // The fixture server adds a tool when asked and sends notifications/tools/list_changed to
+    // toolhost, which lists again; toolhost's own client must hear of it as well.
+    let steps = json!([
+        {"call": "fixture__grow", "arguments": {"name": "extra"}},
+        {"changed": true},
+        {"list": true},
+        {"call": "fixture__extra"},
+        {"call": "fixture__shrink", "arguments": {"name": "extra"}},
+        {"changed": true},
+        {"list": true},
+    ]);
+    let report = live_session(&home, dir.path(), &["--config", "server.toml"], &steps);
+    let steps = report["steps"].as_array().unwrap();
+    let names = |at: usize| -> Vec<String> {
+        steps[at].as_array().unwrap().iter().filter_map(|n| n.as_str().map(String::from)).collect()
+    };
+    assert_eq!(text_of(&steps[0]), ("grew extra".to_string(), false));
+    assert_eq!(steps[1], true, "no list_changed after the upstream server added a tool: {report}");
+    assert!(names(2).contains(&"fixture__extra".to_string()), "{:?}", names(2));
+    assert_eq!(text_of(&steps[3]), ("I am extra".to_string(), false));
+    assert_eq!(steps[5], true, "no list_changed after the upstream server removed a tool: {report}");
+    assert!(!names(6).contains(&"fixture__extra".to_string()) && names(6).contains(&"fixture__grow".to_string()));
 }
