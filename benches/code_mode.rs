@@ -12,7 +12,11 @@
 //! scripted models decide each call from what the previous ones returned, as a model would: they
 //! parse the tools' text (the JSON way) or write a program that does the same steps (the code
 //! way). Both use the search, read, list and edit tools only, not `shell-exec`: a shell one-liner
-//! (`grep -c ... | sort`) would do some of these tasks in one call either way.
+//! (`grep -c ... | sort`) would do some of these tasks in one call either way. The tasks: the five
+//! files with the most lines matching a pattern and their counts; the length of every function a
+//! grep finds (to its closing brace); a rename across files, then a check that nothing mentions
+//! the old name (the bench also checks each renamed tree against the original); the test count per
+//! test file.
 //!
 //! Run with `cargo bench --bench code_mode`. The figures are byte counts and round trips, not
 //! times, so a debug build gives the same ones: `cargo bench --profile dev --bench code_mode`.
@@ -201,40 +205,23 @@ fn read_whole_file(model: &mut Model, path: &str) -> Vec<String> {
     }
 }
 
-/// The entries directly below a folder through fs-list (depth 1), by path from the root;
-/// folders end in '/'.
+/// The entries directly below a folder through fs-list (depth 1: one name a line), by path from
+/// the root; folders end in '/'.
 fn list_folder(model: &mut Model, folder: &str) -> Vec<String> {
     let text = model.call("fs-list", json!({ "path": folder, "depth": 1 }));
-    let mut entries = Vec::new();
-    for row in text.lines() {
-        let name = row.trim();
-        if name.is_empty() || name.starts_with("...") || name.starts_with('(') {
-            continue;
-        }
-        // The listing's first row is the folder itself when it names one.
-        if !folder.is_empty()
-            && (name == folder || format!("{name}/") == folder || name == folder.trim_end_matches('/'))
-        {
-            continue;
-        }
-        let name = name.rsplit('/').find(|part| !part.is_empty()).map_or(name.to_string(), |last| {
-            if name.ends_with('/') {
-                format!("{last}/")
-            } else {
-                last.to_string()
-            }
-        });
-        entries.push(format!("{folder}{name}"));
-    }
-    entries
+    text.lines()
+        .map(str::trim)
+        .filter(|name| !name.is_empty() && !name.starts_with("...") && !name.starts_with('('))
+        .map(|name| format!("{folder}{name}"))
+        .collect()
 }
 
-/// The glob that selects exactly one listed entry: a folder below it, or one file.
+/// The glob that selects exactly one listed entry: everything below a folder, or one file.
 fn glob_of(entry: &str) -> String {
-    if entry.contains('/') && !entry.ends_with('/') || entry.ends_with('/') {
+    if entry.contains('/') {
         entry.to_string()
     } else {
-        // A root file: without the '/', the glob would match the name at any depth.
+        // A root file: without a '/', the glob would match the name at any depth.
         format!("/{entry}")
     }
 }
