@@ -59,7 +59,7 @@ pub enum ReadError {
 }
 
 fn mebibytes(bytes: u64) -> String {
-    if bytes.is_multiple_of(1 << 20) {
+    if bytes % (1 << 20) == 0 {
         format!("{} MiB", bytes >> 20)
     } else {
         format!("{bytes} bytes")

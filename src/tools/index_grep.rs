@@ -225,10 +225,14 @@ impl Search<'_> {
     }
 }
 
-/// Every file with matches, sorted by path, each holding at most the cap of lines. From the
-/// host's index when it is ready (the same files, read the same way); otherwise from a walk of
-/// the tree, after which the index starts building.
-fn search(ctx: &ToolCtx, pattern: &str, glob: Option<&str>) -> Result<Vec<FileMatches>> {
+/// The most matches `grep-matches` gives: a program's data need not fit a model's result (its
+/// `total` counts them all).
+const MAX_MATCH_VALUES: usize = 10_000;
+
+/// Every file with matches, sorted by path, each holding at most `cap` lines. From the host's
+/// index when it is ready (the same files, read the same way); otherwise from a walk of the tree,
+/// after which the index starts building.
+fn search(ctx: &ToolCtx, pattern: &str, glob: Option<&str>, cap: usize) -> Result<Vec<FileMatches>> {
     let matcher = RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))
         .build(pattern)
@@ -236,14 +240,7 @@ fn search(ctx: &ToolCtx, pattern: &str, glob: Option<&str>) -> Result<Vec<FileMa
     // Not ripgrep's overrides: an override whitelist beats .gitignore and the hidden-file rule.
     let filter = glob.filter(|g| !g.is_empty()).map(FileFilter::new).transpose()?;
     let hidden = ctx.hidden.for_tool("index-grep", None);
-    let search = Search {
-        ctx,
-        matcher,
-        filter,
-        hidden,
-        cap: ctx.limits.grep_matches,
-        line_chars: ctx.limits.line_chars.min(500),
-    };
+    let search = Search { ctx, matcher, filter, hidden, cap, line_chars: ctx.limits.line_chars.min(500) };
     let mut found = match ctx.search.candidates(&ctx.workspace, pattern) {
         Some(candidates) => search.candidates(&candidates),
         None => {
@@ -257,8 +254,8 @@ fn search(ctx: &ToolCtx, pattern: &str, glob: Option<&str>) -> Result<Vec<FileMa
 }
 
 fn index_grep(ctx: &ToolCtx, pattern: String, glob: Option<String>) -> Result<String> {
-    let found = search(ctx, &pattern, glob.as_deref())?;
     let cap = ctx.limits.grep_matches;
+    let found = search(ctx, &pattern, glob.as_deref(), cap)?;
     let budget = ctx.limits.output_budget();
     let total: u64 = found.iter().map(|f| f.total).sum();
     let mut out = String::new();
@@ -294,20 +291,20 @@ fn index_grep(ctx: &ToolCtx, pattern: String, glob: Option<String>) -> Result<St
 }
 
 /// `(grep-matches pattern [glob])` for Scheme code: a hash map with `"matches"`, a list of hash
-/// maps with `"path"`, `"line"` and `"text"` (at most the cap, sorted by path), and `"total"`, the
-/// number of matching lines there were. Guarded as `index-grep`.
+/// maps with `"path"`, `"line"` and `"text"` (at most [`MAX_MATCH_VALUES`], sorted by path), and
+/// `"total"`, the number of matching lines there were. Guarded as `index-grep`.
 pub(crate) fn matches_value(ctx: &ToolCtx, args: &[SteelVal]) -> Result<SteelVal> {
     let (pattern, glob) = match args {
         [SteelVal::StringV(p)] => (p.as_str(), None),
         [SteelVal::StringV(p), SteelVal::StringV(g)] => (p.as_str(), Some(g.as_str())),
         _ => return Err(Error::tool_failed("grep-matches: expected a pattern string and an optional glob string")),
     };
-    let found = search(ctx, pattern, glob)?;
+    let found = search(ctx, pattern, glob, MAX_MATCH_VALUES)?;
     let total: u64 = found.iter().map(|f| f.total).sum();
     let matches: Vec<serde_json::Value> = found
         .iter()
         .flat_map(|f| f.lines.iter().map(|(line, text)| json!({"path": f.path, "line": line, "text": text})))
-        .take(ctx.limits.grep_matches)
+        .take(MAX_MATCH_VALUES)
         .collect();
     crate::value::json_to_scheme(&json!({"matches": matches, "total": total}), crate::param::ParamType::Any)
         .map_err(|_| Error::tool_failed("grep-matches: the result could not be built"))
