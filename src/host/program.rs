@@ -110,6 +110,15 @@ fn macro_at(code: &str) -> Option<usize> {
 
 /// What must hold of the program as the model wrote it, before it runs.
 fn check(code: &str) -> Result<()> {
+    let empty = TokenStream::new(code, false, None)
+        .flatten()
+        .all(|t| matches!(t.ty, TokenType::Comment | TokenType::DatumComment));
+    if empty {
+        return Err(program_error(
+            ErrorKind::BadArguments,
+            format!("`{PROGRAM_PARAM}` holds no expression: write the program, e.g. (length (dir-entries))"),
+        ));
+    }
     if let Some((offset, problem)) = engine::unbalanced(code) {
         let (line, column) = place(code, offset);
         return Err(program_error(

@@ -125,6 +125,11 @@ fn a_confirm_rule_inside_a_program_asks_with_that_call_s_preview_and_a_no_is_a_c
 fn errors_name_the_program_s_own_line_and_what_failed() {
     let dir = workspace(&[]);
     let mut host = host(&dir);
+    for empty in ["", "  \n; only a comment\n"] {
+        let (kind, message) = err_of(&run(&mut host, empty));
+        assert_eq!(kind, "bad_arguments");
+        assert!(message.contains("holds no expression"), "{message}");
+    }
     let (kind, message) = err_of(&run(&mut host, "(define x 1)\n(display (+ x 2)"));
     assert_eq!(kind, "script_error");
     assert!(message.starts_with("cannot read the program: line 2, column 1: `(` is never closed"), "{message}");
