@@ -38,7 +38,12 @@ pub fn program_tool() -> Primitive {
         description: "The program: Scheme expressions, run in order".to_string(),
         optional: false,
     };
-    Primitive::new(Signature::new(PROGRAM_TOOL, vec![code]), SHORT_DESCRIPTION, Handler::Program)
+    let mut tool = Primitive::new(Signature::new(PROGRAM_TOOL, vec![code]), SHORT_DESCRIPTION, Handler::Program);
+    // A program may call any tool, those that write and run commands included.
+    let mut spec = ToolSpec::clone(&tool.spec);
+    spec.annotations.destructive = true;
+    tool.spec = Arc::new(spec);
+    tool
 }
 
 /// The error for a program tool reached from Scheme code, which cannot start a second program

@@ -680,6 +680,8 @@ fn with_code_the_server_offers_one_program_tool_over_every_tool_its_own_mcp_serv
     let session = session(&home, dir.path(), &args, &calls);
     assert!(session.errors.is_empty(), "the client reported errors: {:?}", session.errors);
     assert_eq!(session.tools.len(), 1, "{:?}", session.tools);
+    // A program may call any tool, those that write included.
+    assert_eq!(session.tool("scheme")["annotations"]["destructiveHint"], true);
     let description = session.tool("scheme")["description"].as_str().unwrap();
     for procedure in
         ["(fs-read path [start] [count])", "(noisy word)", "(fixture.args text", "(read-around path line [context])"]
