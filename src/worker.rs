@@ -266,7 +266,7 @@ impl WorkerInterrupter {
         }
     }
 
-    /// Ends the worker at once (SIGKILL) and what it started, and waits (at most [`KILL_WAIT`])
+    /// Ends the worker at once (SIGKILL) and what it started, and waits (at most a second)
     /// until they have ended. A supervised command's supervisor sees the worker's end of its stop
     /// pipe close and kills everything the command started; an unsupervised command's process
     /// group is killed here; when the worker leads a process group of its own, what is left in

@@ -33,6 +33,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::server::McpServer;
+use super::watch::{Listeners, ToolWatch};
 use super::wire::{self, Inbound, RawArguments, MAX_MESSAGE_BYTES};
 use crate::error::{Error, Result};
 
@@ -282,6 +283,40 @@ fn refusal(status: StatusCode, message: String) -> Response<Body> {
         ErrorCode::INVALID_REQUEST
     };
     json(status, &wire::error(None, code, message))
+}
+
+impl McpServer {
+    /// Serves MCP over streamable HTTP as `options` say, every session on this one host, until the
+    /// process ends. `bound` is told the URL once the server listens (port 0 becomes a free port).
+    ///
+    /// # Errors
+    /// When the runtime cannot start or the address cannot be bound.
+    pub fn run_http(mut self, options: &HttpOptions, bound: impl FnOnce(&str)) -> Result<()> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("toolhost-mcp-http")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))?;
+        let listeners = Listeners::default();
+        self.sessions = Some(listeners.clone());
+        self.turns = Some(Arc::new(tokio::sync::Semaphore::new(1)));
+        let _watch =
+            self.watch_tools.then(|| ToolWatch::start(self.handle.clone(), listeners, runtime.handle().clone()));
+        let outcome = runtime.block_on(async {
+            let address = options.address();
+            let listener = tokio::net::TcpListener::bind(address)
+                .await
+                .map_err(|e| Error::config(format!("cannot serve MCP on {address}: {e}")))?;
+            let local = listener
+                .local_addr()
+                .map_err(|e| Error::tool_failed(format!("cannot read the address served: {e}")))?;
+            bound(&format!("http://{local}{}", PATH));
+            serve(self, options, listener).await
+        });
+        runtime.shutdown_background();
+        outcome
+    }
 }
 
 /// Serves `server` on `listener` (bound to `bound`) until the process ends.

@@ -24,7 +24,6 @@ use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 
-use super::http::HttpOptions;
 use super::stdio::{self, CallTurn};
 use super::watch::{Listeners, ToolWatch};
 use super::wire::RawArguments;
@@ -39,16 +38,16 @@ use crate::spec::ToolSpec;
 /// The MCP face of a host: answers `tools/list` and `tools/call` through a [`HostHandle`].
 #[derive(Clone)]
 pub struct McpServer {
-    handle: HostHandle,
+    pub(super) handle: HostHandle,
     /// Whether the host's tool folders are watched while it serves.
-    watch_tools: bool,
+    pub(super) watch_tools: bool,
     /// Which tools clients are offered (`--code`: the program tool alone).
     tools_as: ToolsAs,
     /// Over HTTP: every session that has initialized, to be told when the tools change.
-    sessions: Option<Listeners>,
+    pub(super) sessions: Option<Listeners>,
     /// Over HTTP: the host's one turn, taken by each call in the order they come, from whichever
     /// session (over standard input and output the transport keeps the order itself).
-    turns: Option<Arc<tokio::sync::Semaphore>>,
+    pub(super) turns: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl McpServer {
@@ -98,38 +97,6 @@ impl McpServer {
         };
         let outcome = runtime.block_on(stdio::serve(self, reader, writer, started, move || ending.kill_worker()));
         // A read of standard input cannot be cancelled; do not wait for one that never ends.
-        runtime.shutdown_background();
-        outcome
-    }
-
-    /// Serves MCP over streamable HTTP as `options` say, every session on this one host, until the
-    /// process ends. `bound` is told the URL once the server listens (port 0 becomes a free port).
-    ///
-    /// # Errors
-    /// When the runtime cannot start or the address cannot be bound.
-    pub fn run_http(mut self, options: &HttpOptions, bound: impl FnOnce(&str)) -> Result<()> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("toolhost-mcp-http")
-            .enable_all()
-            .build()
-            .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))?;
-        let listeners = Listeners::default();
-        self.sessions = Some(listeners.clone());
-        self.turns = Some(Arc::new(tokio::sync::Semaphore::new(1)));
-        let _watch =
-            self.watch_tools.then(|| ToolWatch::start(self.handle.clone(), listeners, runtime.handle().clone()));
-        let outcome = runtime.block_on(async {
-            let address = options.address();
-            let listener = tokio::net::TcpListener::bind(address)
-                .await
-                .map_err(|e| Error::config(format!("cannot serve MCP on {address}: {e}")))?;
-            let local = listener
-                .local_addr()
-                .map_err(|e| Error::tool_failed(format!("cannot read the address served: {e}")))?;
-            bound(&format!("http://{local}{}", super::http::PATH));
-            super::http::serve(self, options, listener).await
-        });
         runtime.shutdown_background();
         outcome
     }
