@@ -61,10 +61,17 @@ pub(crate) struct ProgramCall {
     pub elapsed: std::time::Duration,
 }
 
+/// How many of a program's calls its record keeps: a program that loops over a tool a million
+/// times must not keep a million results (each up to `output_chars`) in memory and in the log.
+pub(crate) const MAX_RECORDED_CALLS: usize = 1000;
+
 /// The calls a running program made, for its record.
 #[derive(Default)]
 struct ProgramCalls {
+    /// The first [`MAX_RECORDED_CALLS`] calls.
     records: Vec<ProgramCall>,
+    /// How many more it made.
+    unrecorded: usize,
     /// The Scheme tools entered and not yet left, innermost last: the record each keeps open (its
     /// index) and when it began, or `None` for one a Scheme tool called. The calls a Scheme tool
     /// makes are its own work, not the program's.
@@ -100,9 +107,10 @@ impl Shared {
         }
     }
 
-    /// Stops keeping calls; the calls of the program that ran.
-    pub fn end_program(&self) -> Vec<ProgramCall> {
-        self.program.lock().ok().and_then(|mut p| p.take()).map(|p| p.records).unwrap_or_default()
+    /// Stops keeping calls; the calls of the program that ran (the first [`MAX_RECORDED_CALLS`]),
+    /// and how many more it made.
+    pub fn end_program(&self) -> (Vec<ProgramCall>, usize) {
+        self.program.lock().ok().and_then(|mut p| p.take()).map(|p| (p.records, p.unrecorded)).unwrap_or_default()
     }
 
     /// Whether a program runs.
@@ -115,11 +123,22 @@ impl Shared {
         self.program.lock().is_ok_and(|p| p.as_ref().is_some_and(|p| p.open.is_empty()))
     }
 
+    /// Keeps a call of the program's; where its record is, unless it is past the first
+    /// [`MAX_RECORDED_CALLS`] (then only counted).
     fn keep(&self, record: ProgramCall) -> Option<usize> {
         let mut program = self.program.lock().ok()?;
         let calls = program.as_mut()?;
+        if calls.records.len() >= MAX_RECORDED_CALLS {
+            calls.unrecorded += 1;
+            return None;
+        }
         calls.records.push(record);
         Some(calls.records.len() - 1)
+    }
+
+    /// How many calls the running program's record holds.
+    fn recorded(&self) -> usize {
+        self.program.lock().ok().and_then(|p| p.as_ref().map(|c| c.records.len())).unwrap_or(0)
     }
 
     /// A call's result as its record keeps it: JSON, capped as a model's result is.
@@ -531,6 +550,7 @@ fn tool_enter(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
     }
     // The record is kept whatever happens; the checked arguments go on to the tool's procedure.
     let started = Instant::now();
+    let before = shared.recorded();
     let mut checked = None;
     let outcome = guarded_call(shared, &tool, tool.signature(), &given, |values| {
         checked = Some(values.to_vec());
@@ -541,8 +561,8 @@ fn tool_enter(shared: &Shared, a: &[SteelVal]) -> Result<SteelVal> {
         (Err(e), _) => return Err(e),
         (Ok(_), None) => return Err(Error::tool_failed("internal: a checked call gave no arguments")),
     };
-    let index = shared.program.lock().ok().and_then(|p| p.as_ref().map(|c| c.records.len().saturating_sub(1)));
-    opened(index.map(|i| (i, started)));
+    let kept = shared.recorded() > before;
+    opened(kept.then_some((before, started)));
     Ok(SteelVal::ListV(values.into_iter().collect()))
 }
 

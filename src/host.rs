@@ -114,7 +114,7 @@ pub struct Host {
     /// What a running program displays (code mode), kept for its result.
     displayed: crate::engine::Captured,
     /// The calls of the program that ran last, until its call record takes them.
-    program_calls: Option<Vec<CallRecord>>,
+    program_calls: Option<(Vec<CallRecord>, usize)>,
     /// The error a tool raised that ended the last run that failed, when one did.
     last_raised: Option<Error>,
 }
@@ -260,7 +260,15 @@ impl Host {
             Handler::Program => self.run_program(&values),
         });
         if record.tool == crate::code_mode::PROGRAM_TOOL {
-            record.nested = Some(self.program_calls.take().unwrap_or_default());
+            let (calls, unrecorded) = self.program_calls.take().unwrap_or_default();
+            if unrecorded > 0 {
+                record.notes.push(format!(
+                    "the program made {} tool calls; its record keeps the first {}",
+                    calls.len() + unrecorded,
+                    crate::bridge::MAX_RECORDED_CALLS
+                ));
+            }
+            record.nested = Some(calls);
         }
         self.consume_interrupt();
         record

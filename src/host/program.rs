@@ -38,7 +38,8 @@ impl Host {
         let limit = self.shared.ctx.limits.program;
         self.last_raised = None;
         let result = self.run_source(&wrapped, PROGRAM_NAME, Some(limit), false);
-        self.program_calls = Some(self.shared.end_program().into_iter().map(CallRecord::from).collect());
+        let (calls, unrecorded) = self.shared.end_program();
+        self.program_calls = Some((calls.into_iter().map(CallRecord::from).collect(), unrecorded));
         let (displayed, dropped) = self.displayed.take();
         let mut shown = displayed;
         if dropped > 0 {
@@ -54,7 +55,8 @@ impl Host {
                 Ok(ToolOutput::from(SteelVal::StringV(shown.into())))
             }
             Err(e) => {
-                let failed_call = self.program_calls.iter().flatten().rev().find(|r| r.result.is_err());
+                let calls = self.program_calls.iter().flat_map(|(calls, _)| calls);
+                let failed_call = calls.rev().find(|r| r.result.is_err());
                 let failed_call = failed_call.map(|r| r.tool.clone());
                 Err(explain(e, self.last_raised.take(), failed_call.as_deref(), &code, &shown))
             }

@@ -197,6 +197,21 @@ fn only_the_program_s_own_calls_are_recorded_and_a_failed_scheme_tool_leaves_the
 }
 
 #[test]
+fn a_record_keeps_a_program_s_first_thousand_calls_and_counts_the_rest() {
+    let dir = workspace(&[]);
+    let mut host = host(&dir);
+    let program = "(let loop ([i 0]) (if (< i 1500) (begin (file-lines \"a.txt\" 1 1) (loop (+ i 1))) i))";
+    let record = run(&mut host, program);
+    assert_eq!(ok_text(&record), "1500");
+    assert_eq!(nested(&record).len(), 1000);
+    assert!(
+        record.notes.iter().any(|n| n.contains("made 1500 tool calls") && n.contains("first 1000")),
+        "{:?}",
+        record.notes
+    );
+}
+
+#[test]
 fn one_deadline_covers_the_program_and_its_calls_and_the_next_program_works() {
     let dir = workspace(&[]);
     let mut host = limited(&dir, Duration::from_secs(1));
