@@ -54,17 +54,9 @@
                                 %tool-body
                                 shape))
        (define name (%tool-wrapper (symbol->string 'name))))]
+    ;; Without a declared shape: the form above with none (#f).
     [(_ (name (param type description flag ...) ...) tool-description body ...)
-     (begin
-       (let ([%tool-body (lambda (param ...) body ...)])
-         (%register-scheme-tool (symbol->string 'name)
-                                tool-description
-                                '((param type description flag ...) ...)
-                                (lambda args
-                                  (apply %tool-body (%fill-optionals (symbol->string 'name) args)))
-                                %tool-body
-                                #f))
-       (define name (%tool-wrapper (symbol->string 'name))))]))
+     (define-tool (name (param type description flag ...) ...) tool-description (returns #f) body ...)]))
 
 ;; Helpers for tool authors.
 

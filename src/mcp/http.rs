@@ -292,12 +292,7 @@ impl McpServer {
     /// # Errors
     /// When the runtime cannot start or the address cannot be bound.
     pub fn run_http(mut self, options: &HttpOptions, bound: impl FnOnce(&str)) -> Result<()> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("toolhost-mcp-http")
-            .enable_all()
-            .build()
-            .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))?;
+        let runtime = super::server::runtime("toolhost-mcp-http")?;
         let listeners = Listeners::default();
         self.sessions = Some(listeners.clone());
         self.turns = Some(Arc::new(tokio::sync::Semaphore::new(1)));

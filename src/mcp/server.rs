@@ -82,12 +82,7 @@ impl McpServer {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("toolhost-mcp-server")
-            .enable_all()
-            .build()
-            .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))?;
+        let runtime = runtime("toolhost-mcp-server")?;
         let (handle, watch_tools, spawner) = (self.handle.clone(), self.watch_tools, runtime.handle().clone());
         let ending = self.handle.clone();
         let started = move |peer| {
@@ -100,6 +95,17 @@ impl McpServer {
         runtime.shutdown_background();
         outcome
     }
+}
+
+/// The runtime a server runs on, its threads named `name`: two workers (the host's work runs on
+/// blocking threads of its own).
+pub(super) fn runtime(name: &str) -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))
 }
 
 /// One tool as `tools/list` shows it, from the MCP projection of its spec.
