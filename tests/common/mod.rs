@@ -298,6 +298,19 @@ pub mod peers {
         })
     }
 
+    /// Runs one of the peers' client scripts (`command`, a `node` command line); the one JSON object
+    /// it prints. Panics with its output if it failed.
+    pub fn client_report(command: &mut Command) -> serde_json::Value {
+        let out = command.output().expect("node runs");
+        assert!(
+            out.status.success(),
+            "the client failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("the client prints one JSON object")
+    }
+
     /// Installs the peers when they are missing; returns `tests/fixtures/mcp`. Panics with npm's
     /// own output when it cannot (no node/npm, no registry).
     pub fn ensure() -> &'static Path {

@@ -35,14 +35,7 @@ fn session(home: &Home, dir: &std::path::Path, args: &[&str], calls: &Value) -> 
     let mut command = std::process::Command::new("node");
     command.arg(script).arg(env!("CARGO_BIN_EXE_toolhost")).arg(calls.to_string()).args(args).current_dir(dir);
     home.environment(&mut command);
-    let out = command.output().expect("node runs");
-    assert!(
-        out.status.success(),
-        "the client failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("the client prints one JSON object");
+    let report = peers::client_report(&mut command);
     let list = |key: &str| report[key].as_array().cloned().unwrap_or_default();
     Session {
         tools: list("tools"),
@@ -262,6 +255,19 @@ impl Raw {
     fn close_input(&mut self) {
         self.input = None;
     }
+
+    /// Closes the input and waits for the server to exit, failing if it still runs after `limit`.
+    fn close_input_and_wait(&mut self, limit: std::time::Duration) -> std::process::ExitStatus {
+        let closed = std::time::Instant::now();
+        self.close_input();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(closed.elapsed() < limit, "toolhost still runs {limit:?} after its input closed");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Raw {
@@ -470,15 +476,7 @@ fn closed_input_ends_the_running_call_its_worker_and_the_server_within_2_s() {
     let shell = common::pid_in(&shell_pid);
     let workers = children_of(raw.child.id());
     assert!(!workers.is_empty(), "toolhost mcp runs its tools in a worker");
-    let closed = std::time::Instant::now();
-    raw.close_input();
-    let status = loop {
-        if let Some(status) = raw.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(closed.elapsed() < std::time::Duration::from_secs(2), "toolhost still runs 2 s after its input closed");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let status = raw.close_input_and_wait(std::time::Duration::from_secs(2));
     assert!(status.success(), "{status:?}");
     for pid in workers.iter().chain([&shell]) {
         assert!(common::is_gone(*pid), "process {pid} outlived toolhost");
@@ -510,15 +508,7 @@ fn closed_input_ends_a_worker_that_no_interrupt_stops_and_the_server_within_2_s(
     };
     let before = cpu(workers[0]);
     common::eventually("the worker to be computing", || cpu(workers[0]) > before + 20);
-    let closed = std::time::Instant::now();
-    raw.close_input();
-    let status = loop {
-        if let Some(status) = raw.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(closed.elapsed() < std::time::Duration::from_secs(2), "toolhost still runs 2 s after its input closed");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let status = raw.close_input_and_wait(std::time::Duration::from_secs(2));
     assert!(status.success(), "{status:?}");
     assert!(common::is_gone(workers[0]), "the worker outlived toolhost, still computing");
 }
@@ -611,14 +601,7 @@ fn live_session(home: &Home, dir: &std::path::Path, args: &[&str], steps: &Value
     let mut command = std::process::Command::new("node");
     command.arg(script).arg(env!("CARGO_BIN_EXE_toolhost")).arg(steps.to_string()).args(args).current_dir(dir);
     home.environment(&mut command);
-    let out = command.output().expect("node runs");
-    assert!(
-        out.status.success(),
-        "the client failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the client prints one JSON object")
+    peers::client_report(&mut command)
 }
 
 #[test]
