@@ -128,9 +128,12 @@ fn watch(handle: &HostHandle, listeners: &Listeners, runtime: &tokio::runtime::H
         if !(report.added.is_empty() && report.changed.is_empty() && report.removed.is_empty()) {
             listeners.tools_changed(runtime);
         }
-        // The trust rule may admit other folders now.
+        // What was loaded is what the listing before the reload saw, not a listing made now: a file
+        // written while the tools loaded, or once the client heard of them, is a change still to
+        // load. The trust rule may admit other folders now; a listing of those differs from `now`,
+        // so they are loaded at the next look (a reload that changes nothing tells nobody).
         paths = handle.tool_paths().unwrap_or(paths);
-        last = listing(&paths);
+        last = now;
     }
 }
 

@@ -474,6 +474,14 @@ pub fn is_gone(pid: u32) -> bool {
     }
 }
 
+/// The CPU time process `pid` has used in user mode, in clock ticks (0 once it is gone): it
+/// moves while the process computes.
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
+    fields.get(11).and_then(|t| t.parse().ok()).unwrap_or(0)
+}
+
 /// The pid written in the file `path` (by a command, with `echo $$ > path`).
 pub fn pid_in(path: &Path) -> u32 {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -7,7 +7,7 @@ use std::io::{BufRead, Read, Write};
 
 use serde_json::{json, Value};
 
-use crate::common::{peers, workspace, Home};
+use crate::common::{cpu_ticks, peers, workspace, Home};
 
 /// A Scheme tool with state of its own: each call counts one more, so two sessions that see one
 /// count share one host.
@@ -360,12 +360,7 @@ fn over_http_a_cancelled_call_stops_and_another_sessions_call_runs_after_it() {
     let server = HttpServer::start(&home, dir.path(), &["--config", "slow.toml", "--tools", &tools], &[], &[]);
     let (first, second) = (server.session(&[]), server.session(&[]));
     let worker = children_of(server.child.id())[0];
-    let cpu = |pid: u32| -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
-        fields.get(11).and_then(|t| t.parse().ok()).unwrap_or(0)
-    };
-    let before = cpu(worker);
+    let before = cpu_ticks(worker);
     // The spinning call's stream stays open without a reply; its thread ends with the server.
     let (port, session) = (server.port, first.clone());
     std::thread::spawn(move || {
@@ -373,7 +368,7 @@ fn over_http_a_cancelled_call_stops_and_another_sessions_call_runs_after_it() {
             r#"{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "spin", "arguments": {}}}"#;
         post(port, &[("Mcp-Session-Id", &session)], spin)
     });
-    crate::common::eventually("the loop to run in the worker", || cpu(worker) > before + 20);
+    crate::common::eventually("the loop to run in the worker", || cpu_ticks(worker) > before + 20);
     let cancel =
         r#"{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "test"}}"#;
     assert_eq!(server.post(&[("Mcp-Session-Id", &first)], cancel).status, 202);

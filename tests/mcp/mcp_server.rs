@@ -7,7 +7,7 @@ use crate::common;
 
 use serde_json::{json, Value};
 
-use common::{peers, workspace, Home};
+use common::{cpu_ticks, peers, workspace, Home};
 
 /// A Scheme tool that prints to standard output before it answers.
 const NOISY_TOOL: &str = r#"(define-tool (noisy (word string "A word to shout"))
@@ -437,8 +437,12 @@ fn a_cancelled_call_stops_at_once_and_a_queued_one_never_runs_and_neither_is_ans
     let (dir, home) = raw_workspace();
     // No time limit ends the loop in time: only the cancellation can.
     std::fs::write(dir.path().join("slow.toml"), "[limits]\nscheme_call_s = 600\n").unwrap();
-    let mut raw = Raw::start(&home, dir.path(), &["--config", "slow.toml"]);
+    let mut raw = Raw::start(&home, dir.path(), &["--config", "slow.toml", "--tools", "tools"]);
     raw.call(1, "spin", json!({}));
+    // The loop runs before anything else is sent: call 2 can only wait in the queue behind it.
+    let worker = *children_of(raw.child.id()).first().expect("toolhost mcp runs its tools in a worker");
+    let before = cpu_ticks(worker);
+    common::eventually("the loop to run in the worker", || cpu_ticks(worker) > before + 20);
     raw.call(2, "fs-write", json!({"path": "queued.txt", "content": "ran"}));
     raw.cancel(2);
     raw.cancel(1);
@@ -501,13 +505,8 @@ fn closed_input_ends_a_worker_that_no_interrupt_stops_and_the_server_within_2_s(
     assert_eq!(workers.len(), 1, "toolhost mcp runs its tools in a worker");
     raw.call(1, "crunch", json!({"n": 30_000_000}));
     // The worker is busy in the builtin once its CPU time moves.
-    let cpu = |pid: u32| -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or_default().split_whitespace().collect();
-        fields.get(11).and_then(|t| t.parse().ok()).unwrap_or(0)
-    };
-    let before = cpu(workers[0]);
-    common::eventually("the worker to be computing", || cpu(workers[0]) > before + 20);
+    let before = cpu_ticks(workers[0]);
+    common::eventually("the worker to be computing", || cpu_ticks(workers[0]) > before + 20);
     let status = raw.close_input_and_wait(std::time::Duration::from_secs(2));
     assert!(status.success(), "{status:?}");
     assert!(common::is_gone(workers[0]), "the worker outlived toolhost, still computing");
@@ -646,6 +645,33 @@ fn a_tool_file_added_changed_or_removed_reloads_the_tools_and_tells_the_client()
     assert_eq!(text(10), "one");
     assert_eq!(steps[12], true, "no list_changed after a file was removed: {stderr}");
     assert!(!names(13).contains(&"beta".to_string()) && names(13).contains(&"alpha".to_string()), "{:?}", names(13));
+}
+
+#[test]
+fn a_tool_file_written_while_the_tools_load_is_loaded_too() {
+    // Loading writer.scm writes late.scm into the watched folder, as an editor saving a file while
+    // the tools load again would: the write lands after the folder was read for that reload.
+    let dir = workspace(&[]);
+    let home = Home::new();
+    let tools = dir.path().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let writer = r#"(define-tool (writer) "Writes late.scm when it loads." "w")
+(with-handler (lambda (e) (fs-write "tools/late.scm" "(define-tool (late) \"Came late.\" \"late\")"))
+  (file-lines "tools/late.scm"))
+"#;
+    let steps = json!([
+        {"write": tools.join("writer.scm").display().to_string(), "text": writer},
+        {"changed": true},
+        {"changed": true},
+        {"list": true},
+    ]);
+    let tools_arg = tools.display().to_string();
+    let report = live_session(&home, dir.path(), &["--tools", &tools_arg], &steps);
+    let steps = report["steps"].as_array().unwrap();
+    assert!(dir.path().join("tools/late.scm").exists(), "{report}");
+    assert_eq!(steps[2], true, "no list_changed for the file written during the reload: {report}");
+    let names: Vec<&str> = steps[3].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    assert!(names.contains(&"late") && names.contains(&"writer"), "{names:?}");
 }
 
 #[test]
