@@ -6,7 +6,7 @@
 //! ([`Request`] and [`Reply`], serializable), so the same conversation can later run over a pipe to
 //! a worker process.
 
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use crate::host::{HostBuilder, Interrupter};
 pub use crate::host_request::{answer, Reply, Request};
 use crate::schema::Format;
 use crate::spec::SpecSet;
-use crate::worker::WorkerHandle;
+use crate::worker::{SentCall, WorkerHandle};
 
 type Envelope = (Request, mpsc::Sender<Reply>);
 
@@ -55,7 +55,95 @@ enum Backend {
     /// The host's own thread (the engine is not `Send`).
     Thread(mpsc::Sender<Envelope>),
     /// A worker process, spoken to from the requesting thread, one request at a time.
-    Worker(Arc<Mutex<WorkerHandle>>),
+    Worker(Arc<WorkerSlot>),
+}
+
+/// A worker process, lent out while a call sent with [`HostHandle::send_call`] waits for its
+/// reply: every other request waits until it is back.
+struct WorkerSlot {
+    worker: Mutex<Option<WorkerHandle>>,
+    returned: Condvar,
+}
+
+impl WorkerSlot {
+    /// The worker, once no call is out with it.
+    fn lock(&self) -> Result<MutexGuard<'_, Option<WorkerHandle>>> {
+        let guard = self.worker.lock().map_err(|_| stopped())?;
+        self.returned.wait_while(guard, |worker| worker.is_none()).map_err(|_| stopped())
+    }
+
+    fn give_back(&self, worker: WorkerHandle) {
+        if let Ok(mut slot) = self.worker.lock() {
+            *slot = Some(worker);
+        }
+        self.returned.notify_all();
+    }
+}
+
+/// A call out with a worker process, its reply not read yet ([`HostHandle::send_call`]). The
+/// handle's other requests wait until it is finished or dropped. Meanwhile its
+/// [`CallInFlight::wake_fds`] can be waited on beside other things (an event loop's input, a
+/// cancellation), with no thread blocked on the worker.
+pub struct CallInFlight {
+    slot: Arc<WorkerSlot>,
+    worker: Option<WorkerHandle>,
+    sent: Option<SentCall>,
+}
+
+impl CallInFlight {
+    /// One of these becomes readable once the reply (or the worker's end) is there: the socket
+    /// the reply comes on, which only [`CallInFlight::finish`] reads, and the worker's pidfd.
+    pub fn wake_fds(&self) -> Vec<std::os::fd::BorrowedFd<'_>> {
+        self.worker.as_ref().map(WorkerHandle::wake_fds).unwrap_or_default()
+    }
+
+    /// Whether [`CallInFlight::finish`] would return without waiting on the worker: its reply
+    /// came (or began to), or the worker ended.
+    pub fn reply_ready(&mut self) -> bool {
+        self.worker.as_mut().is_none_or(WorkerHandle::reply_ready)
+    }
+
+    /// How many workers the handle had started when this call was sent: another number, another
+    /// worker (and other descriptors to wait on).
+    pub fn worker_started(&self) -> u64 {
+        self.worker.as_ref().map_or(0, WorkerHandle::workers_started)
+    }
+
+    /// When the reply is due (the grace included): from then on [`CallInFlight::finish`] ends
+    /// the call as a timeout, its worker interrupted and then killed.
+    pub fn deadline(&self) -> Option<std::time::Instant> {
+        self.sent.as_ref().map(SentCall::deadline)
+    }
+
+    /// Reads the reply, waiting for it until the deadline, and gives the worker back.
+    pub fn finish(mut self) -> CallRecord {
+        match (self.worker.as_mut(), self.sent.take()) {
+            (Some(worker), Some(sent)) => worker.finish_call(sent),
+            _ => CallRecord::failed(String::new(), String::new(), stopped()),
+        }
+    }
+}
+
+/// What [`HostHandle::try_send_call`] came to.
+pub enum Sent {
+    /// Sent: its reply is to be awaited and read.
+    InFlight(CallInFlight),
+    /// It could not be sent (the worker had died): its record.
+    Finished(CallRecord),
+    /// Not sent, since that would have meant waiting (or the host runs in this process).
+    NotSent(CallRequest),
+}
+
+impl Drop for CallInFlight {
+    /// Given back unfinished, the worker's next reply would be this call's: it is ended instead,
+    /// and the next request starts a fresh one.
+    fn drop(&mut self) {
+        let Some(mut worker) = self.worker.take() else { return };
+        if let Some(sent) = self.sent.take() {
+            worker.abandon(sent);
+        }
+        self.slot.give_back(worker);
+    }
 }
 
 #[derive(Clone)]
@@ -182,7 +270,8 @@ impl HostHandle {
     pub fn spawn_worker(spec: crate::worker::WorkerSpec) -> Result<HostHandle> {
         let worker = WorkerHandle::spawn(spec)?;
         let interrupter = Interrupt::Worker(worker.interrupter());
-        Ok(HostHandle { host: Backend::Worker(Arc::new(Mutex::new(worker))), interrupter, lanes: None })
+        let slot = WorkerSlot { worker: Mutex::new(Some(worker)), returned: Condvar::new() };
+        Ok(HostHandle { host: Backend::Worker(Arc::new(slot)), interrupter, lanes: None })
     }
 
     /// Sends a request and waits for its reply.
@@ -197,8 +286,9 @@ impl HostHandle {
                 sender.send((request, reply_tx)).map_err(|_| stopped())?;
                 reply_rx.recv().map_err(|_| stopped())
             }
-            Backend::Worker(worker) => {
-                let mut worker = worker.lock().map_err(|_| stopped())?;
+            Backend::Worker(slot) => {
+                let mut worker = slot.lock()?;
+                let worker = worker.as_mut().ok_or_else(stopped)?;
                 match request {
                     Request::Call(call) => Ok(Reply::Call(Box::new(worker.run_call(call)))),
                     Request::LoadErrors => Ok(Reply::LoadErrors(worker.load_errors().to_vec())),
@@ -219,6 +309,27 @@ impl HostHandle {
             Ok(Reply::Call(record)) => *record,
             Ok(other) => CallRecord::failed(tool, arguments, unexpected(&other)),
             Err(e) => CallRecord::failed(tool, arguments, e),
+        }
+    }
+
+    /// Sends one call to the host's worker process and returns without waiting for the reply, so
+    /// an event loop can wait for it beside other things ([`CallInFlight`]). Only when that costs
+    /// no wait: the call comes back unsent when another request has the worker, when a new worker
+    /// would have to start first, or when the host runs in this process (run it with
+    /// [`HostHandle::run_call`] where waiting is fine).
+    pub fn try_send_call(&self, call: CallRequest) -> Sent {
+        let Backend::Worker(slot) = &self.host else { return Sent::NotSent(call) };
+        let Ok(mut guard) = slot.worker.try_lock() else { return Sent::NotSent(call) };
+        let Some(mut worker) = guard.take_if(|worker| worker.worker_pid().is_some()) else {
+            return Sent::NotSent(call);
+        };
+        drop(guard);
+        match worker.send_call(call) {
+            Ok(sent) => Sent::InFlight(CallInFlight { slot: Arc::clone(slot), worker: Some(worker), sent: Some(sent) }),
+            Err(record) => {
+                slot.give_back(worker);
+                Sent::Finished(*record)
+            }
         }
     }
 
@@ -330,6 +441,14 @@ impl HostHandle {
             for lane in started.iter() {
                 lane.kill_worker();
             }
+        }
+    }
+
+    /// The worker process's id, while the host runs in one.
+    pub fn worker_pid(&self) -> Option<u32> {
+        match &self.interrupter {
+            Interrupt::Here(_) => None,
+            Interrupt::Worker(interrupter) => interrupter.worker_pid(),
         }
     }
 

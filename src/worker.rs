@@ -131,6 +131,12 @@ struct Live {
     cpu_bounded: Option<(Instant, Duration)>,
     /// The worker's standard error, relayed to ours; its last lines say why it died.
     stderr: StderrRelay,
+    /// The time limit of the request sent last, grace included (what a timeout names).
+    limit: Duration,
+    /// The socket's read timeout as last set.
+    read_timeout: Option<Duration>,
+    /// The socket was seen readable since it was last read (by [`WorkerHandle::reply_ready`]).
+    readable: bool,
 }
 
 /// What reading a reply came to.
@@ -169,8 +175,8 @@ impl Live {
             if left.is_zero() {
                 return Heard::TimedOut;
             }
-            // Bytes already buffered need no wait.
-            if self.from_worker.buffer().is_empty() {
+            // Bytes already buffered, or seen waiting by `reply_ready`, need no wait.
+            if self.from_worker.buffer().is_empty() && !std::mem::take(&mut self.readable) {
                 match self.wait(left) {
                     Woke::Readable => {}
                     Woke::Exited => return Heard::Gone,
@@ -178,9 +184,13 @@ impl Live {
                 }
             }
             // A zero timeout would mean none; a millisecond is the least wait worth asking for.
+            // (Set only when it changes: the same slice serves call after call.)
             let slice = left.min(READ_SLICE).max(Duration::from_millis(1));
-            if self.from_worker.get_ref().set_read_timeout(Some(slice)).is_err() {
-                return Heard::Gone;
+            if self.read_timeout != Some(slice) {
+                if self.from_worker.get_ref().set_read_timeout(Some(slice)).is_err() {
+                    return Heard::Gone;
+                }
+                self.read_timeout = Some(slice);
             }
             match self.from_worker.read_until(b'\n', &mut line) {
                 Ok(0) => return Heard::Gone,
@@ -301,6 +311,11 @@ impl WorkerInterrupter {
     fn worker(&self) -> Option<Pid> {
         i32::try_from(self.pid.load(Ordering::SeqCst)).ok().and_then(Pid::from_raw)
     }
+
+    /// The running worker's process id.
+    pub fn worker_pid(&self) -> Option<u32> {
+        Some(self.pid.load(Ordering::SeqCst)).filter(|&pid| pid != 0)
+    }
 }
 
 impl WorkerHandle {
@@ -381,8 +396,17 @@ impl WorkerHandle {
         let reader = mine.try_clone().map_err(|e| crashed(format!("cannot read the worker's socket: {e}")))?;
         let pidfd = rustix::process::Pid::from_raw(child.id() as i32)
             .and_then(|pid| rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok());
-        let mut live =
-            Live { child, to_worker: mine, from_worker: BufReader::new(reader), pidfd, cpu_bounded: None, stderr };
+        let mut live = Live {
+            child,
+            to_worker: mine,
+            from_worker: BufReader::new(reader),
+            pidfd,
+            cpu_bounded: None,
+            stderr,
+            limit: self.spec.start_deadline,
+            read_timeout: None,
+            readable: false,
+        };
         match live.hear(self.spec.start_deadline) {
             Heard::Reply(Reply::LoadErrors(errors)) => self.load_errors = errors,
             Heard::Reply(_) | Heard::Gone => {
@@ -405,31 +429,116 @@ impl WorkerHandle {
         if self.live.is_none() {
             self.start()?;
         }
-        let limit = self.spec.deadline(request) + self.spec.grace;
-        let outcome = match self.live.as_mut() {
-            Some(live) => exchange(live, request, limit),
-            None => Err(crashed("no worker runs".into())),
-        };
-        if outcome.is_err() {
-            // Killed (dropped) now; the next request starts a fresh one.
-            self.pid.store(0, Ordering::SeqCst);
-            self.live = None;
-        }
+        let deadline = Instant::now() + self.spec.deadline(request) + self.spec.grace;
+        let outcome = self.send(request, deadline).and_then(|()| self.receive(deadline));
+        self.forget_if_failed(&outcome);
         outcome
+    }
+
+    /// Sends `request` to the live worker, its CPU backstop set for a reply by `deadline`.
+    fn send(&mut self, request: &Request, deadline: Instant) -> Result<()> {
+        let Some(live) = self.live.as_mut() else { return Err(crashed("no worker runs".into())) };
+        live.send(request, deadline.saturating_duration_since(Instant::now()))
+    }
+
+    /// Reads the reply to the request sent last, by `deadline`.
+    fn receive(&mut self, deadline: Instant) -> Result<Reply> {
+        match self.live.as_mut() {
+            Some(live) => live.receive(deadline),
+            None => Err(crashed("no worker runs".into())),
+        }
+    }
+
+    /// After a failed request the worker is killed (dropped) now; the next request starts a
+    /// fresh one.
+    fn forget_if_failed<T>(&mut self, outcome: &Result<T>) {
+        if outcome.is_err() {
+            self.end_worker();
+        }
+    }
+
+    /// Kills the worker (dropping it does); the next request starts a fresh one.
+    fn end_worker(&mut self) {
+        self.pid.store(0, Ordering::SeqCst);
+        self.live = None;
     }
 
     /// Runs one JSON call in the worker. A worker that dies or overruns ends it with `crashed` or
     /// `timeout`.
     pub fn run_call(&mut self, call: CallRequest) -> CallRecord {
+        match self.send_call(call) {
+            Ok(sent) => self.finish_call(sent),
+            Err(record) => *record,
+        }
+    }
+
+    /// Sends one JSON call to the worker (starting one if none runs) and returns without waiting
+    /// for its reply: [`WorkerHandle::finish_call`] reads it, and until then the worker must be
+    /// sent nothing else. Meanwhile one of [`WorkerHandle::wake_fds`] becomes readable once the
+    /// reply (or the worker's end) is there, and [`WorkerHandle::reply_ready`] says so without
+    /// waiting.
+    ///
+    /// # Errors
+    /// The call's record, when it could not be sent (no worker starts, or it died).
+    pub fn send_call(&mut self, call: CallRequest) -> std::result::Result<SentCall, Box<CallRecord>> {
         let (tool, arguments) = (call.tool.clone(), call.arguments.clone());
-        let started = std::time::Instant::now();
-        let mut record = match self.request(&Request::Call(call)) {
-            Ok(Reply::Call(record)) => return *record,
-            Ok(_) => CallRecord::failed(tool, arguments, crashed("the worker answered out of turn".into())),
-            Err(e) => CallRecord::failed(tool.clone(), arguments, e.with_tool(&tool)),
-        };
-        record.elapsed = started.elapsed();
-        record
+        let started = Instant::now();
+        let request = Request::Call(call);
+        let sent = if self.live.is_none() { self.start() } else { Ok(()) };
+        // The deadline counts from the call's sending, not from a worker's start before it.
+        let deadline = Instant::now() + self.spec.deadline(&request) + self.spec.grace;
+        let sent = sent.and_then(|()| self.send(&request, deadline));
+        self.forget_if_failed(&sent);
+        match sent {
+            Ok(()) => Ok(SentCall { tool, arguments, started, deadline }),
+            Err(e) => Err(Box::new(failed_call(tool, arguments, started, e))),
+        }
+    }
+
+    /// Reads the reply to `sent`, waiting until its deadline (then the worker is interrupted and
+    /// killed, and the record says `timeout`); a worker that died gives a `crashed` record.
+    pub fn finish_call(&mut self, sent: SentCall) -> CallRecord {
+        let outcome = self.receive(sent.deadline);
+        self.forget_if_failed(&outcome);
+        match outcome {
+            Ok(Reply::Call(record)) => *record,
+            Ok(_) => {
+                let error = crashed("the worker answered out of turn".into());
+                failed_call(sent.tool, sent.arguments, sent.started, error)
+            }
+            Err(e) => failed_call(sent.tool, sent.arguments, sent.started, e),
+        }
+    }
+
+    /// Gives up on the reply to `sent`: the worker, whose next reply would be that one, is ended,
+    /// and the next request starts a fresh one.
+    pub fn abandon(&mut self, sent: SentCall) {
+        drop(sent);
+        self.end_worker();
+    }
+
+    /// What to wait on, beside other things, for the reply to a call sent with
+    /// [`WorkerHandle::send_call`]: the socket the replies come on, and the worker's pidfd (where the
+    /// kernel has them), which becomes readable when it exits. Only [`WorkerHandle::finish_call`]
+    /// reads the socket.
+    pub fn wake_fds(&self) -> Vec<std::os::fd::BorrowedFd<'_>> {
+        let Some(live) = &self.live else { return Vec::new() };
+        std::iter::once(live.from_worker.get_ref().as_fd()).chain(live.pidfd.as_ref().map(AsFd::as_fd)).collect()
+    }
+
+    /// Whether [`WorkerHandle::finish_call`] would return without waiting for the worker: a reply
+    /// has come (in whole or in part), the worker has ended, or none runs.
+    pub fn reply_ready(&mut self) -> bool {
+        let Some(live) = self.live.as_mut() else { return true };
+        if !live.from_worker.buffer().is_empty() || live.readable {
+            return true;
+        }
+        match live.wait(Duration::ZERO) {
+            Woke::Readable => live.readable = true,
+            Woke::Exited => return true,
+            Woke::Nothing => {}
+        }
+        live.readable
     }
 
     /// [`WorkerHandle::run_call`] with JSON arguments as text.
@@ -465,42 +574,79 @@ fn bound_cpu(pid: u32, limit: Duration) {
     }
 }
 
-fn exchange(live: &mut Live, request: &Request, limit: Duration) -> Result<Reply> {
-    // The backstop need not move for every call: CPU time grows at most as fast as the wall
-    // clock times the cores, so a bound set less than a second ago for a deadline at least as
-    // long still leaves this call its deadline's worth on every core and the 5 s of slack.
-    // Reading /proc and calling prlimit for each call would be a third of a quick call's cost.
-    let fresh = live.cpu_bounded.is_some_and(|(at, bounded)| at.elapsed() < Duration::from_secs(1) && limit <= bounded);
-    if !fresh {
-        bound_cpu(live.child.id(), limit);
-        live.cpu_bounded = Some((Instant::now(), limit));
+impl Live {
+    /// Writes `request` to the worker, whose reply is due within `limit`.
+    fn send(&mut self, request: &Request, limit: Duration) -> Result<()> {
+        // The backstop need not move for every call: CPU time grows at most as fast as the wall
+        // clock times the cores, so a bound set less than a second ago for a deadline at least as
+        // long still leaves this call its deadline's worth on every core and the 5 s of slack.
+        // Reading /proc and calling prlimit for each call would be a third of a quick call's cost.
+        let fresh =
+            self.cpu_bounded.is_some_and(|(at, bounded)| at.elapsed() < Duration::from_secs(1) && limit <= bounded);
+        if !fresh {
+            bound_cpu(self.child.id(), limit);
+            self.cpu_bounded = Some((Instant::now(), limit));
+        }
+        self.stderr.forget();
+        self.limit = limit;
+        let mut line = serde_json::to_string(request).map_err(|e| crashed(format!("cannot send the request: {e}")))?;
+        line.push('\n');
+        self.to_worker.write_all(line.as_bytes()).and_then(|()| self.to_worker.flush()).map_err(|_| crashed(died(self)))
     }
-    live.stderr.forget();
-    let mut line = serde_json::to_string(request).map_err(|e| crashed(format!("cannot send the request: {e}")))?;
-    line.push('\n');
-    live.to_worker.write_all(line.as_bytes()).and_then(|()| live.to_worker.flush()).map_err(|_| crashed(died(live)))?;
-    match live.hear(limit) {
-        Heard::Reply(reply) => Ok(reply),
-        Heard::Gone => Err(crashed(died(live))),
-        Heard::TimedOut => {
-            // An interrupt first, so a running shell-exec kills its command's process group
-            // (which SIGKILL of the worker alone would leave running); then the kill.
-            // Our own child, not yet waited for: the pid is still its.
-            if let Some(pid) = i32::try_from(live.child.id()).ok().and_then(Pid::from_raw) {
-                let _ = kill_process(pid, Signal::INT);
-                let _ = live.hear(INTERRUPT_GRACE);
+
+    /// Reads the reply to the request sent last, waiting until `deadline`; past it the worker is
+    /// interrupted, then killed.
+    fn receive(&mut self, deadline: Instant) -> Result<Reply> {
+        match self.hear(deadline.saturating_duration_since(Instant::now())) {
+            Heard::Reply(reply) => Ok(reply),
+            Heard::Gone => Err(crashed(died(self))),
+            Heard::TimedOut => {
+                // An interrupt first, so a running shell-exec kills its command's process group
+                // (which SIGKILL of the worker alone would leave running); then the kill.
+                // Our own child, not yet waited for: the pid is still its.
+                if let Some(pid) = i32::try_from(self.child.id()).ok().and_then(Pid::from_raw) {
+                    let _ = kill_process(pid, Signal::INT);
+                    let _ = self.hear(INTERRUPT_GRACE);
+                }
+                let _ = self.child.kill();
+                Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "the call ran past its time limit of {:.1} s and was stopped (its worker process was \
+                         killed and a fresh one takes the next call)",
+                        self.limit.as_secs_f64()
+                    ),
+                ))
             }
-            let _ = live.child.kill();
-            Err(Error::new(
-                ErrorKind::Timeout,
-                format!(
-                    "the call ran past its time limit of {:.1} s and was stopped (its worker process was killed \
-                     and a fresh one takes the next call)",
-                    limit.as_secs_f64()
-                ),
-            ))
         }
     }
+}
+
+/// A call sent to a worker whose reply is still to be read ([`WorkerHandle::send_call`]).
+#[derive(Debug)]
+#[must_use = "the worker must be sent nothing else until the reply is read with finish_call"]
+pub struct SentCall {
+    tool: String,
+    arguments: String,
+    started: Instant,
+    /// Its deadline, the grace included.
+    deadline: Instant,
+}
+
+impl SentCall {
+    /// When the reply is due, the grace included: [`WorkerHandle::finish_call`] waits until then,
+    /// and then ends the call as a timeout.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
+/// The record of a call the worker gave no reply to.
+fn failed_call(tool: String, arguments: String, started: Instant, error: Error) -> CallRecord {
+    let error = error.with_tool(&tool);
+    let mut record = CallRecord::failed(tool, arguments, error);
+    record.elapsed = started.elapsed();
+    record
 }
 
 /// Why the worker died, as far as its exit status and its last words tell.

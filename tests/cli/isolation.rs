@@ -307,3 +307,44 @@ fn crashing_workers_print_nothing_past_the_test_harness() {
         assert!(!printed.contains(reason), "a worker's crash got past the harness's capture: {printed}");
     }
 }
+
+/// Waits until one of `fds` is readable, at most `limit`; true when one is.
+fn readable(fds: &[std::os::fd::BorrowedFd<'_>], limit: Duration) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut polled: Vec<PollFd<'_>> = fds.iter().map(|fd| PollFd::from_borrowed_fd(*fd, PollFlags::IN)).collect();
+    let timeout = Timespec::try_from(limit).unwrap();
+    poll(&mut polled, Some(&timeout)).unwrap() > 0
+}
+
+#[test]
+fn a_call_sent_without_waiting_holds_the_worker_until_its_reply_is_read_and_one_given_up_ends_it() {
+    use toolhost::handle::Sent;
+    use toolhost::{CallRequest, HostHandle};
+    let dir = workspace(&[]);
+    let tools = tempfile::tempdir().unwrap();
+    write(tools.path(), "t.scm", TOOLS);
+    let home = tempfile::tempdir().unwrap();
+    let handle = HostHandle::spawn_worker(spec(dir.path(), tools.path(), home.path())).expect("worker starts");
+
+    let Sent::InFlight(mut flight) = handle.try_send_call(CallRequest::new("echo", r#"{"x": "first"}"#)) else {
+        panic!("a call to an idle worker is sent at once");
+    };
+    // While the reply is out, the worker takes nothing else: a second call is not sent, and
+    // another thread's request waits for the first reply to be read.
+    assert!(matches!(handle.try_send_call(CallRequest::new("echo", r#"{"x": "no"}"#)), Sent::NotSent(_)));
+    let other = handle.clone();
+    let waiting = std::thread::spawn(move || other.call("echo", r#"{"x": "second"}"#));
+    assert!(readable(&flight.wake_fds(), Duration::from_secs(20)), "the reply wakes a wait on the worker");
+    assert!(flight.reply_ready());
+    assert_eq!(flight.finish().model_text(), "first");
+    assert_eq!(waiting.join().unwrap().model_text(), "second");
+
+    // A call given up unfinished ends its worker; the next call runs in a fresh one.
+    let before = handle.worker_pid();
+    let Sent::InFlight(flight) = handle.try_send_call(CallRequest::new("spin", "{}")) else { panic!("sent") };
+    drop(flight);
+    let record = handle.call("echo", r#"{"x": "after"}"#);
+    assert_eq!(record.model_text(), "after");
+    assert_ne!(handle.worker_pid(), before, "a fresh worker took the next call");
+    assert!(before.is_some_and(common::is_gone), "the worker of the call given up was ended");
+}
