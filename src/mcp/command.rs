@@ -105,7 +105,13 @@ pub fn serve(flags: &Flags, args: &McpArgs) -> i32 {
             drop(protocol);
             server.run_http(options, |url| eprintln!("toolhost: serving MCP over streamable HTTP at {url}"))
         }
-        None => server.run(tokio::io::stdin(), tokio::fs::File::from_std(protocol)),
+        None => match rustix::io::fcntl_dupfd_cloexec(std::io::stdin(), 3) {
+            Ok(input) => server.run_on(input, protocol.into()),
+            Err(e) => {
+                eprintln!("toolhost: cannot read standard input for the MCP protocol: {e}");
+                return 1;
+            }
+        },
     };
     match outcome {
         Ok(()) => 0,

@@ -292,10 +292,11 @@ impl McpServer {
     /// # Errors
     /// When the runtime cannot start or the address cannot be bound.
     pub fn run_http(mut self, options: &HttpOptions, bound: impl FnOnce(&str)) -> Result<()> {
-        let runtime = super::server::runtime("toolhost-mcp-http")?;
+        let runtime = runtime()?;
         let listeners = Listeners::default();
         self.sessions = Some(listeners.clone());
         self.turns = Some(Arc::new(tokio::sync::Semaphore::new(1)));
+        self.watches = super::in_flight::Watches::default();
         let _watch =
             self.watch_tools.then(|| ToolWatch::start(self.handle.clone(), listeners, runtime.handle().clone()));
         let outcome = runtime.block_on(async {
@@ -312,6 +313,17 @@ impl McpServer {
         runtime.shutdown_background();
         outcome
     }
+}
+
+/// The runtime the HTTP server runs on: two workers for the sessions' connections (the host's
+/// work runs on blocking threads of its own).
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("toolhost-mcp-http")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))
 }
 
 /// Serves `server` on `listener` (bound to `bound`) until the process ends.

@@ -27,6 +27,8 @@
 //! | [`client`] | [`McpClients`]: the connections to the configured servers, their tools as primitives, failure and restart |
 //! | [`server`] | [`McpServer`]: a host's tools served over MCP |
 //! | `stdio` | the server's standard input and output in front of the SDK: order, bounds, cancellation |
+//! | `in_flight` | a call out with the worker, its reply awaited on the server's event loop |
+//! | `pipes` | standard input and output read and written by the server's event loop when they are pipes or sockets |
 //! | [`http`] | `toolhost mcp --http`: streamable HTTP, with Origin and bearer-token checks in front of the SDK |
 //! | [`wire`] | JSON-RPC lines: the size limit, the envelope check, raw `tools/call` arguments |
 //! | `watch` | `toolhost mcp`'s watch on its tools (its folders, an `[[mcp]]` server's list): `notifications/tools/list_changed` |
@@ -38,6 +40,8 @@ pub mod client;
 mod command;
 pub mod convert;
 pub mod http;
+mod in_flight;
+mod pipes;
 pub mod server;
 mod stdio;
 mod watch;

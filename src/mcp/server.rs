@@ -12,6 +12,7 @@
 //! first. The protocol revision is 2025-11-25.
 
 use std::borrow::Cow;
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,8 @@ use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 
+use super::in_flight::Watches;
+use super::pipes;
 use super::stdio::{self, CallTurn};
 use super::watch::{Listeners, ToolWatch};
 use super::wire::RawArguments;
@@ -31,7 +34,7 @@ use super::wire::RawArguments;
 use crate::call::CallRequest;
 use crate::code_mode::{self, ToolsAs};
 use crate::error::{Error, Result};
-use crate::handle::HostHandle;
+use crate::handle::{HostHandle, Sent};
 use crate::schema::{self, Format};
 use crate::spec::ToolSpec;
 
@@ -48,12 +51,21 @@ pub struct McpServer {
     /// Over HTTP: the host's one turn, taken by each call in the order they come, from whichever
     /// session (over standard input and output the transport keeps the order itself).
     pub(super) turns: Option<Arc<tokio::sync::Semaphore>>,
+    /// The worker's descriptors, registered with the event loop of the run that serves.
+    pub(super) watches: Watches,
 }
 
 impl McpServer {
     /// A server for the host behind `handle`.
     pub fn new(handle: HostHandle) -> Self {
-        McpServer { handle, watch_tools: false, tools_as: ToolsAs::Json, sessions: None, turns: None }
+        McpServer {
+            handle,
+            watch_tools: false,
+            tools_as: ToolsAs::Json,
+            sessions: None,
+            turns: None,
+            watches: Watches::default(),
+        }
     }
 
     /// Offers clients the tools as `tools_as` says: each tool (the default), the `scheme` program
@@ -82,7 +94,48 @@ impl McpServer {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        let runtime = runtime("toolhost-mcp-server")?;
+        self.serve_on(move || Ok((reader, writer)))
+    }
+
+    /// [`McpServer::run`] on two descriptors, as `toolhost mcp` serves on its standard input and
+    /// output: a pipe or a socket (what MCP clients give their servers) is read and written by the
+    /// server's event loop itself, not by a thread per read and write; anything else as
+    /// `tokio::io::stdin` reads it. A pipe's or socket's flags are put back when the server ends.
+    ///
+    /// # Errors
+    /// As [`McpServer::run`].
+    pub fn run_on(self, input: OwnedFd, output: OwnedFd) -> Result<()> {
+        let _kept = pipes::FlagsKept::of(&[&input, &output]);
+        self.serve_on(move || {
+            let reader = pipes::reader(input).map_err(|e| Error::tool_failed(format!("cannot read the input: {e}")))?;
+            let writer =
+                pipes::writer(output).map_err(|e| Error::tool_failed(format!("cannot write the output: {e}")))?;
+            Ok((reader, writer))
+        })
+    }
+
+    /// Serves on the reader and writer `streams` makes, on the server's runtime.
+    fn serve_on<R, W>(mut self, streams: impl FnOnce() -> Result<(R, W)>) -> Result<()>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        self.watches = Watches::default();
+        // With a worker, one thread for the exchange with the one client: a message passes from
+        // the input to the SDK, the worker and back to the output without waking another. A host
+        // in this process runs calls on blocking threads, whose replies two workers take up.
+        let mut builder = if self.handle.in_worker() {
+            tokio::runtime::Builder::new_current_thread()
+        } else {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(2);
+            builder
+        };
+        let runtime = builder
+            .thread_name("toolhost-mcp-server")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))?;
         let (handle, watch_tools, spawner) = (self.handle.clone(), self.watch_tools, runtime.handle().clone());
         let ending = self.handle.clone();
         let started = move |peer| {
@@ -90,22 +143,15 @@ impl McpServer {
             listeners.add(peer);
             watch_tools.then(|| ToolWatch::start(handle, listeners, spawner))
         };
-        let outcome = runtime.block_on(stdio::serve(self, reader, writer, started, move || ending.kill_worker()));
+        let outcome = runtime.block_on(async move {
+            // Made on the runtime: a descriptor is registered with its event loop.
+            let (reader, writer) = streams()?;
+            stdio::serve(self, reader, writer, started, move || ending.kill_worker()).await
+        });
         // A read of standard input cannot be cancelled; do not wait for one that never ends.
         runtime.shutdown_background();
         outcome
     }
-}
-
-/// The runtime a server runs on, its threads named `name`: two workers (the host's work runs on
-/// blocking threads of its own).
-pub(super) fn runtime(name: &str) -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name(name)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))
 }
 
 /// One tool as `tools/list` shows it, from the MCP projection of its spec.
@@ -220,7 +266,15 @@ impl ServerHandler for McpServer {
             },
             (None, None) => None,
         };
-        let mut work = tokio::task::spawn_blocking(move || handle.run_call(call));
+        let mut work = match handle.try_send_call(call) {
+            // Its reply awaited on the event loop, with no thread blocked on the worker.
+            Sent::InFlight(flight) => {
+                let watches = self.watches.clone();
+                tokio::spawn(async move { watches.finish(flight).await })
+            }
+            Sent::Finished(record) => tokio::spawn(std::future::ready(record)),
+            Sent::NotSent(call) => tokio::task::spawn_blocking(move || handle.run_call(call)),
+        };
         let progress = context
             .meta
             .get_progress_token()
