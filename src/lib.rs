@@ -81,14 +81,15 @@
 //! | `agent` | the agent loop: the model client, the loop, the session log and replay (feature `agent`) |
 //! | `mcp` | MCP both ways: `[[mcp]]` servers' tools as primitives, and `toolhost mcp` (feature `mcp`) |
 //! | [`check`], [`scheme_test`] | the tool author's `toolhost check` and `toolhost test` |
-//! | [`stats`] | `toolhost stats`: what session logs say, counted |
+//! | `stats` | `toolhost stats`: what session logs say, counted (feature `stats`, part of `cli`) |
 //! | `launch` | how each command of the executable starts its host: settings, asker, worker or thread (feature `cli`) |
 //! | `repl`, `cli` | the REPL and the command line (feature `cli`) |
 //!
 //! # Features
 //!
 //! `cli` (the `toolhost` executable), `mcp` (`[[mcp]]` servers and `McpServer`) and `agent`
-//! (the agent loop), all on by default; without them the crate is the core above. The library
+//! (the agent loop), all on by default, and `stats` (`toolhost stats`, part of `cli`); without
+//! them the crate is the core above. The library
 //! never changes the process environment: steel picks its home folder once per process from
 //! `STEEL_HOME` (else it creates `$XDG_DATA_HOME/steel`), so set that in `main` before the first
 //! host if you want neither.
@@ -143,6 +144,7 @@ pub mod search_index;
 pub mod setup;
 pub mod source;
 pub mod spec;
+#[cfg(feature = "stats")]
 pub mod stats;
 pub mod strict;
 pub mod tidy;
