@@ -77,6 +77,7 @@ fn call(i: usize) -> (CallRequest, CallRecord) {
         decision: Some(Decision::Allow { rule: None }),
         result: Ok(result),
         text: None,
+        nested: None,
         elapsed: Duration::from_micros(ms * 100 + (i as u64 * 37) % 900),
     };
     let (tool, arguments, record) = match i % 10 {
@@ -139,6 +140,7 @@ fn write_log(path: &Path, catalogue: &Value, n: usize) {
         toolhost: "0.1.0".into(),
         dialect: toolhost::agent::Dialect::Native,
         strict: false,
+        tools: toolhost::code_mode::ToolsAs::Json,
         max_turns: 100,
         model: json!({"model": "bench-model", "base_url": "http://127.0.0.1:8080/v1"}),
         task: format!("Fix issue {n} in the query module."),

@@ -58,7 +58,7 @@ pub(crate) fn settings(flags: &Flags, ask: Option<Ask>) -> Result<Setup, i32> {
 #[cfg_attr(not(any(feature = "agent", feature = "mcp")), allow(dead_code))]
 pub(crate) fn host_handle(flags: &Flags, setup: &Setup, start: &Start) -> Result<HostHandle, i32> {
     let lanes = start.lanes.max(1);
-    if !(setup.config.limits.isolate.unwrap_or(true) && !flags.no_isolate) {
+    if !setup.config.limits.isolate.unwrap_or(true) || flags.no_isolate {
         let asker = start.asker;
         let confirmer = move || match asker {
             Asker::Terminal => terminal_confirmer(),

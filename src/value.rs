@@ -439,6 +439,33 @@ fn type_name(value: &SteelVal) -> &'static str {
     }
 }
 
+/// A result longer than `cap` characters as a model would read it, cut to fit with a note saying
+/// so. (Tools that can stop at a whole line do so themselves and say how to go on; this is the
+/// last resort for the rest, Scheme tools' results among them.)
+pub(crate) fn cap_result(result: serde_json::Value, cap: usize) -> serde_json::Value {
+    let text = match &result {
+        serde_json::Value::Null | serde_json::Value::Bool(_) | serde_json::Value::Number(_) => return result,
+        serde_json::Value::String(s) if s.len() <= cap => return result,
+        serde_json::Value::String(s) => s.clone(),
+        other => {
+            let text = other.to_string();
+            if text.len() <= cap {
+                return result;
+            }
+            text
+        }
+    };
+    let total = text.chars().count();
+    if total <= cap {
+        return result;
+    }
+    let note = |cut: usize| format!("\n[... {cut} more characters cut: a tool result shows at most {cap} characters]");
+    // The note's own length depends on the count it gives; a generous guess keeps the total in cap.
+    let keep = cap.saturating_sub(note(total).chars().count());
+    let kept: String = text.chars().take(keep).collect();
+    serde_json::Value::String(format!("{kept}{}", note(total - keep)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -551,31 +578,4 @@ mod tests {
         }
         assert_eq!(json_to_scheme(&json, ParamType::List), Err(Mismatch::TooDeep));
     }
-}
-
-/// A result longer than `cap` characters as a model would read it, cut to fit with a note saying
-/// so. (Tools that can stop at a whole line do so themselves and say how to go on; this is the
-/// last resort for the rest, Scheme tools' results among them.)
-pub(crate) fn cap_result(result: serde_json::Value, cap: usize) -> serde_json::Value {
-    let text = match &result {
-        serde_json::Value::Null | serde_json::Value::Bool(_) | serde_json::Value::Number(_) => return result,
-        serde_json::Value::String(s) if s.len() <= cap => return result,
-        serde_json::Value::String(s) => s.clone(),
-        other => {
-            let text = other.to_string();
-            if text.len() <= cap {
-                return result;
-            }
-            text
-        }
-    };
-    let total = text.chars().count();
-    if total <= cap {
-        return result;
-    }
-    let note = |cut: usize| format!("\n[... {cut} more characters cut: a tool result shows at most {cap} characters]");
-    // The note's own length depends on the count it gives; a generous guess keeps the total in cap.
-    let keep = cap.saturating_sub(note(total).chars().count());
-    let kept: String = text.chars().take(keep).collect();
-    serde_json::Value::String(format!("{kept}{}", note(total - keep)))
 }

@@ -225,6 +225,11 @@ pub fn read_log(path: &Path) -> Result<Vec<Entry>> {
     Ok(entries)
 }
 
+/// Whether tools were offered as JSON tools, as every log before code mode did.
+fn is_json(tools: &crate::code_mode::ToolsAs) -> bool {
+    *tools == crate::code_mode::ToolsAs::Json
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,9 +263,4 @@ mod tests {
         let e = read_log(&path).unwrap_err();
         assert_eq!((e.kind(), e.line()), (ErrorKind::Config, Some(2)));
     }
-}
-
-/// Whether tools were offered as JSON tools, as every log before code mode did.
-fn is_json(tools: &crate::code_mode::ToolsAs) -> bool {
-    *tools == crate::code_mode::ToolsAs::Json
 }

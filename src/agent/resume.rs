@@ -91,7 +91,7 @@ impl Resumed {
                         text: text.clone(),
                         tool_calls,
                         finish_reason: finish_reason.clone(),
-                        usage: usage.clone(),
+                        usage: *usage,
                     });
                 }
                 Entry::Call { turn, index, id, record, .. } if *turn == turns => {

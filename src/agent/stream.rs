@@ -287,6 +287,8 @@ pub(crate) type Streamed = std::result::Result<ModelReply, (Error, bool)>;
 
 /// Reads every event of `reader` into `builder` through `on_event` (which returns `Ok(true)` at
 /// the API's end marker), and the reply; a stream that ends or fails before the marker is cut.
+// The error half is large, but a stream fails once at most, where boxing would cost every caller.
+#[allow(clippy::result_large_err)]
 pub(crate) fn read_stream<R: BufRead>(
     reader: R,
     mut builder: ReplyBuilder,

@@ -227,6 +227,10 @@ pub(crate) struct Warm {
     pub(crate) lost: bool,
 }
 
+/// What one thread of the index's build made of its share of the files: the index part and each
+/// file's entry (with why the file was given up, if it was).
+type Part = (Builder, Vec<(Entry, Option<GiveUp>)>);
+
 impl Warm {
     /// Indexes the tree of `ws`; gives up (stays cold) past [`MAX_TEXT_BYTES`], when the index
     /// would outgrow the text, when inotify is unavailable, or when `abandoned` says so.
@@ -257,7 +261,7 @@ impl Warm {
         }
         bounds.push(paths.len());
         bounds.dedup();
-        let parts: Vec<Option<(Builder, Vec<(Entry, Option<GiveUp>)>)>> = std::thread::scope(|scope| {
+        let parts: Vec<Option<Part>> = std::thread::scope(|scope| {
             let handles: Vec<_> = bounds
                 .windows(2)
                 .map(|w| {

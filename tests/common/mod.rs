@@ -322,7 +322,8 @@ pub mod peers {
             }
             let lock_path = std::env::temp_dir().join("toolhost-mcp-peers.lock");
             let lock = std::fs::File::create(&lock_path).expect("create the install lock file");
-            lock.lock().expect("take the install lock");
+            // flock, not File::lock: the tests build with the crate's rust-version (1.85).
+            rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).expect("take the install lock");
             if !installed(&dir) {
                 let output = Command::new("npm")
                     .args(["ci", "--no-audit", "--no-fund", "--prefix"])
