@@ -58,7 +58,7 @@ enum Backend {
     Worker(Arc<WorkerSlot>),
 }
 
-/// A worker process, lent out while a call sent with [`HostHandle::send_call`] waits for its
+/// A worker process, lent out while a call sent with [`HostHandle::try_send_call`] waits for its
 /// reply: every other request waits until it is back.
 struct WorkerSlot {
     worker: Mutex<Option<WorkerHandle>>,
@@ -80,7 +80,7 @@ impl WorkerSlot {
     }
 }
 
-/// A call out with a worker process, its reply not read yet ([`HostHandle::send_call`]). The
+/// A call out with a worker process, its reply not read yet ([`HostHandle::try_send_call`]). The
 /// handle's other requests wait until it is finished or dropped. Meanwhile its
 /// [`CallInFlight::wake_fds`] can be waited on beside other things (an event loop's input, a
 /// cancellation), with no thread blocked on the worker.
