@@ -83,6 +83,28 @@ fn kind_of(file_type: FileType) -> &'static str {
     }
 }
 
+/// How long [`past_leases`] keeps trying an open that a file lease refuses.
+const LEASE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Runs `open`, a non-blocking open, again while a file lease refuses it. Such an open of a file
+/// under a write lease fails with EAGAIN until the lease is let go; the warm search index takes
+/// one for an instant (to count who has a file open) and lets it go at once. A lease held longer
+/// (another program's) is the open's error after half a second.
+pub(crate) fn past_leases<T>(mut open: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    let mut pause = std::time::Duration::from_micros(100);
+    let mut waited = std::time::Duration::ZERO;
+    loop {
+        match open() {
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && waited < LEASE_WAIT => {
+                std::thread::sleep(pause);
+                waited += pause;
+                pause = (pause * 2).min(std::time::Duration::from_millis(10));
+            }
+            opened => return opened,
+        }
+    }
+}
+
 /// The bytes of the regular file at `path` (following symlinks), when it holds at most `cap`.
 ///
 /// # Errors
@@ -107,8 +129,8 @@ pub fn read_bytes(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     if !before.is_file() {
         return Err(ReadError::NotRegular { what: kind_of(before.file_type()) });
     }
-    let file =
-        File::options().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path).map_err(io_error)?;
+    let file = past_leases(|| File::options().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path))
+        .map_err(io_error)?;
     // The opened file itself: the path may name something else by now.
     let opened = file.metadata().map_err(ReadError::Io)?;
     if !opened.is_file() {

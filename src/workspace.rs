@@ -82,6 +82,11 @@ impl Workspace {
     /// As [`Workspace::dir_beneath`] for the folders on the way; the open's own error for the last
     /// component (`ELOOP` when it is a symlink).
     pub fn open_beneath(&self, real: &Path, flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
+        crate::source::past_leases(|| self.open_beneath_once(real, flags, mode))
+    }
+
+    /// [`Workspace::open_beneath`], once.
+    fn open_beneath_once(&self, real: &Path, flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
         let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         // One system call instead of one per folder: a search opens every file of the tree. The
         // kernel refuses `..` out of the root and symlinks anywhere on the way.
@@ -208,10 +213,10 @@ impl Workspace {
     }
 }
 
-/// Flags for a folder opened only to open what is beneath it.
 /// Set once `openat2` turned out to be unavailable, so it is not tried for every open.
 static OPENAT2_MISSING: AtomicBool = AtomicBool::new(false);
 
+/// Flags for a folder opened only to open what is beneath it.
 fn dir_flags() -> OFlags {
     OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
 }

@@ -153,7 +153,7 @@ fn ten_thousand_calls_through_one_handle_are_all_right_and_memory_stays_flat() {
         if expected.is_empty() {
             assert_eq!(got, format!("ok: \"n{i}\""), "call {i}");
         } else {
-            assert_eq!(got, expected, "call {i}: {tool} {args}");
+            assert_eq!(got, expected, "call {i}: {tool} {args}: {:?}", record.result);
         }
         if i >= 2_500 && i % 2_500 == 0 || i == 9_999 {
             rss.push((i, rss_kib(worker.worker_pid().unwrap())));

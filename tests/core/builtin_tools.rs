@@ -568,3 +568,32 @@ fn index_grep_notes_match_lines_that_are_not_utf8() {
     assert!(text.starts_with("latin1.txt:1:needle caf\u{fffd} here\n"), "{text}");
     assert!(text.contains("[note: 1 matching line held bytes that are not UTF-8"), "{text}");
 }
+
+/// The warm search index takes a write lease on a file for an instant (to count who has it
+/// open), and while it holds one a non-blocking open of the file fails with EAGAIN. A read that
+/// meets it waits it out instead of failing (it failed 1 time in 30 in CI's ten-thousand-call run).
+#[test]
+fn a_read_that_meets_a_passing_file_lease_waits_it_out() {
+    use std::os::fd::AsRawFd;
+    let dir = workspace(&[]);
+    let mut host = host(&dir);
+    let leased = std::fs::File::open(dir.path().join("a.txt")).unwrap();
+    let fd = leased.as_raw_fd();
+    // SAFETY: fcntl with integer arguments on a descriptor this test owns. The lease's break is
+    // signalled with SIGURG (ignored), as the index does (F_SETSIG is 10), not SIGIO (fatal).
+    let taken = unsafe { libc::fcntl(fd, 10, libc::SIGURG) + libc::fcntl(fd, libc::F_SETLEASE, libc::F_WRLCK) };
+    assert_eq!(taken, 0, "a write lease on a file nobody else has open: {}", std::io::Error::last_os_error());
+    // The lease is let go once a reader has run into it: its holder is then asked to give it up.
+    let holder = std::thread::spawn(move || {
+        // SAFETY: as above.
+        while unsafe { libc::fcntl(fd, libc::F_GETLEASE) } == libc::F_WRLCK {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // SAFETY: as above; releasing the lease this descriptor holds.
+        unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_UNLCK) };
+        leased
+    });
+    let outcome = host.call_json("fs-read", r#"{"path": "a.txt", "start": 5, "count": 1}"#);
+    drop(holder.join().unwrap());
+    assert_eq!(ok_text(&outcome), "5\tline 5\n... 295 more lines; next start 6\n");
+}
