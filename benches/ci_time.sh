@@ -22,7 +22,8 @@ for commit in "$@"; do
   outcome=passed
   /usr/bin/env time -o "$scratch/time.txt" -f "%e %U %S" "$clone/.ci/run" >"$scratch/$id.log" 2>&1 || outcome="failed (log: kept in $checkout/target/ci-$id.log)"
   [ "$outcome" = passed ] || { mkdir -p "$checkout/target"; cp "$scratch/$id.log" "$checkout/target/ci-$id.log"; }
-  read -r wall user sys <"$scratch/time.txt"
+  # A failed run's times come after a line saying so: the figures are the last line.
+  read -r wall user sys < <(tail -n 1 "$scratch/time.txt")
   printf '%-12s %8s %8s %s\n' "$id" "$wall" "$(echo "$user + $sys" | bc)" "$outcome"
   rm -rf "$clone"
 done

@@ -6,6 +6,7 @@
 //! ([`Request`] and [`Reply`], serializable), so the same conversation can later run over a pipe to
 //! a worker process.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::Duration;
@@ -63,20 +64,36 @@ enum Backend {
 struct WorkerSlot {
     worker: Mutex<Option<WorkerHandle>>,
     returned: Condvar,
+    /// Requests waiting for the worker: giving it back wakes them only when there are some (a
+    /// wake-up is a system call, and there is almost never anyone to wake).
+    waiting: AtomicUsize,
 }
 
 impl WorkerSlot {
+    fn new(worker: WorkerHandle) -> Self {
+        WorkerSlot { worker: Mutex::new(Some(worker)), returned: Condvar::new(), waiting: AtomicUsize::new(0) }
+    }
+
     /// The worker, once no call is out with it.
     fn lock(&self) -> Result<MutexGuard<'_, Option<WorkerHandle>>> {
         let guard = self.worker.lock().map_err(|_| stopped())?;
-        self.returned.wait_while(guard, |worker| worker.is_none()).map_err(|_| stopped())
+        if guard.is_some() {
+            return Ok(guard);
+        }
+        // Counted while the lock is held, so a worker given back after this looks sees the count.
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let waited = self.returned.wait_while(guard, |worker| worker.is_none());
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        waited.map_err(|_| stopped())
     }
 
     fn give_back(&self, worker: WorkerHandle) {
         if let Ok(mut slot) = self.worker.lock() {
             *slot = Some(worker);
         }
-        self.returned.notify_all();
+        if self.waiting.load(Ordering::SeqCst) > 0 {
+            self.returned.notify_all();
+        }
     }
 }
 
@@ -270,7 +287,7 @@ impl HostHandle {
     pub fn spawn_worker(spec: crate::worker::WorkerSpec) -> Result<HostHandle> {
         let worker = WorkerHandle::spawn(spec)?;
         let interrupter = Interrupt::Worker(worker.interrupter());
-        let slot = WorkerSlot { worker: Mutex::new(Some(worker)), returned: Condvar::new() };
+        let slot = WorkerSlot::new(worker);
         Ok(HostHandle { host: Backend::Worker(Arc::new(slot)), interrupter, lanes: None })
     }
 

@@ -8,20 +8,32 @@
 //! call).
 
 use std::os::fd::OwnedFd;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
+use tokio::time::Sleep;
 
 use crate::call::CallRecord;
 use crate::error::Error;
 use crate::handle::CallInFlight;
 
 /// The current worker's descriptors, registered with the event loop of one server run (a
-/// registration belongs to its runtime: each run starts with a fresh one).
+/// registration belongs to its runtime, as a timer does: each run starts with a fresh one).
 #[derive(Clone, Default)]
-pub(super) struct Watches(Arc<Mutex<Option<Watched>>>);
+pub(super) struct Watches(Arc<Mutex<Kept>>);
+
+#[derive(Default)]
+struct Kept {
+    watched: Option<Watched>,
+    /// The timer of a call's deadline, set again for each call. A timer made anew for each call
+    /// woke the event loop each time it was set (the loop had no timer to sleep until), one system
+    /// call and one more turn of the loop a call; set again, it is later than the one the loop last
+    /// slept until, and the loop is left alone.
+    deadline: Option<Pin<Box<Sleep>>>,
+}
 
 /// One worker's descriptors, by which of the handle's workers it is.
 struct Watched {
@@ -35,15 +47,42 @@ impl Watches {
     /// loop is).
     pub(super) async fn finish(&self, mut flight: CallInFlight) -> CallRecord {
         let watched = self.of(&flight);
+        if watched.is_empty() {
+            // Nothing to wait on here: wait on a blocking thread.
+            return finish_blocking(flight).await;
+        }
+        let mut timer = None;
+        let replied = self.wait(&mut flight, &watched, &mut timer).await;
+        if let Some(timer) = timer {
+            self.lock().deadline = Some(timer);
+        }
+        if replied {
+            return flight.finish();
+        }
+        finish_blocking(flight).await
+    }
+
+    /// Waits for `flight`'s reply until its deadline: whether it came. `timer` is the deadline's
+    /// timer once one was needed.
+    async fn wait(
+        &self,
+        flight: &mut CallInFlight,
+        watched: &[AsyncFd<OwnedFd>],
+        timer: &mut Option<Pin<Box<Sleep>>>,
+    ) -> bool {
+        // Not looked for before the first wait: a reply is never back that soon, and a reply
+        // that came already has made the socket ready.
+        let mut woken = false;
         while let Some(deadline) = flight.deadline().filter(|&deadline| Instant::now() < deadline) {
             // Each wake-up's readiness is cleared before the reply is looked for, so a reply that
             // comes after the look wakes the next wait.
-            if flight.reply_ready() {
-                return flight.finish();
+            if woken && flight.reply_ready() {
+                return true;
             }
+            woken = true;
             let readable = async {
-                match watched.as_slice() {
-                    [] => std::future::pending().await,
+                match watched {
+                    [] => {}
                     [socket] => clear(socket).await,
                     [socket, exit, ..] => tokio::select! {
                         () = clear(socket) => {},
@@ -51,29 +90,46 @@ impl Watches {
                     },
                 }
             };
+            let timer = timer.get_or_insert_with(|| {
+                let kept = self.lock().deadline.take();
+                kept.unwrap_or_else(|| Box::pin(tokio::time::sleep_until(deadline.into())))
+            });
+            if timer.deadline() != deadline.into() {
+                timer.as_mut().reset(deadline.into());
+            }
             tokio::select! {
                 () = readable => {}
-                () = tokio::time::sleep_until(deadline.into()) => {}
+                () = timer.as_mut() => {}
             }
         }
-        tokio::task::spawn_blocking(move || flight.finish()).await.unwrap_or_else(|e| {
-            CallRecord::failed(String::new(), String::new(), Error::tool_failed(format!("the call was lost: {e}")))
-        })
+        false
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The registered descriptors of `flight`'s worker, registered now if it is a new one.
     fn of(&self, flight: &CallInFlight) -> Arc<Vec<AsyncFd<OwnedFd>>> {
         let worker = flight.worker_started();
-        let Ok(mut kept) = self.0.lock() else { return Arc::new(register(flight)) };
-        match kept.as_ref() {
+        let mut kept = self.lock();
+        match kept.watched.as_ref() {
             Some(watched) if watched.worker == worker => Arc::clone(&watched.fds),
             _ => {
                 let fds = Arc::new(register(flight));
-                *kept = Some(Watched { worker, fds: Arc::clone(&fds) });
+                kept.watched = Some(Watched { worker, fds: Arc::clone(&fds) });
                 fds
             }
         }
     }
+}
+
+/// Finishes `flight` on a blocking thread: waits for its reply, or past its deadline interrupts,
+/// then kills, its worker.
+async fn finish_blocking(flight: CallInFlight) -> CallRecord {
+    tokio::task::spawn_blocking(move || flight.finish()).await.unwrap_or_else(|e| {
+        CallRecord::failed(String::new(), String::new(), Error::tool_failed(format!("the call was lost: {e}")))
+    })
 }
 
 /// Copies of `flight`'s descriptors (its worker's socket and pidfd), registered with the event loop.
