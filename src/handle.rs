@@ -120,6 +120,13 @@ impl CallInFlight {
         self.worker.as_mut().is_none_or(WorkerHandle::reply_ready)
     }
 
+    /// Whether the whole reply has come, so [`CallInFlight::finish`] returns at once, with no
+    /// wait of any kind (a worker that died takes a moment to be looked at): what an event loop
+    /// may finish on its own thread.
+    pub fn reply_whole(&self) -> bool {
+        self.worker.as_ref().is_some_and(WorkerHandle::reply_whole)
+    }
+
     /// How many workers the handle had started when this call was sent: another number, another
     /// worker (and other descriptors to wait on).
     pub fn worker_started(&self) -> u64 {
@@ -156,8 +163,11 @@ impl Drop for CallInFlight {
     /// and the next request starts a fresh one.
     fn drop(&mut self) {
         let Some(mut worker) = self.worker.take() else { return };
-        if let Some(sent) = self.sent.take() {
-            worker.abandon(sent);
+        match self.sent.take() {
+            Some(sent) => worker.abandon(sent),
+            // Reading the reply panicked: some of it may still be unread.
+            None if std::thread::panicking() => worker.end_worker(),
+            None => {}
         }
         self.slot.give_back(worker);
     }

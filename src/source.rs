@@ -83,13 +83,15 @@ fn kind_of(file_type: FileType) -> &'static str {
     }
 }
 
-/// How long [`past_leases`] keeps trying an open that a file lease refuses.
-const LEASE_WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+/// How long [`past_leases`] keeps trying an open that a file lease refuses: ours last
+/// microseconds (a busy machine may stretch that to a few milliseconds), and a search that meets a
+/// file another program keeps under a lease loses no more than this on it.
+const LEASE_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Runs `open`, a non-blocking open, again while a file lease refuses it. Such an open of a file
 /// under a write lease fails with EAGAIN until the lease is let go; the warm search index takes
 /// one for an instant (to count who has a file open) and lets it go at once. A lease held longer
-/// (another program's) is the open's error after half a second.
+/// (another program's) is the open's error after [`LEASE_WAIT`].
 pub(crate) fn past_leases<T>(mut open: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     let mut pause = std::time::Duration::from_micros(100);
     let mut waited = std::time::Duration::ZERO;

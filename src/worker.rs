@@ -163,6 +163,10 @@ const EXIT_POLL: Duration = Duration::from_millis(100);
 /// How long one read waits for the rest of a line before the worker is looked at again.
 const READ_SLICE: Duration = Duration::from_millis(50);
 
+/// How far ahead [`WorkerHandle::reply_whole`] looks for the end of a reply: most replies are a
+/// few hundred bytes, and a longer one is read on a thread that may wait.
+const GLANCE_BYTES: usize = 16 * 1024;
+
 impl Live {
     /// Reads the next reply, waiting at most `limit`. The worker's death ends the wait at once,
     /// whoever else may hold the socket open.
@@ -172,8 +176,13 @@ impl Live {
         let mut line = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Heard::TimedOut;
+            // Past the deadline what has come is still read, without waiting for more: a reply
+            // that came in time is not thrown away because it was looked for late.
+            if left.is_zero() && self.from_worker.buffer().is_empty() && !self.readable {
+                match self.wait(Duration::ZERO) {
+                    Woke::Readable => self.readable = true,
+                    Woke::Exited | Woke::Nothing => return Heard::TimedOut,
+                }
             }
             // Bytes already buffered, or seen waiting by `reply_ready`, need no wait.
             if self.from_worker.buffer().is_empty() && !std::mem::take(&mut self.readable) {
@@ -458,7 +467,7 @@ impl WorkerHandle {
     }
 
     /// Kills the worker (dropping it does); the next request starts a fresh one.
-    fn end_worker(&mut self) {
+    pub(crate) fn end_worker(&mut self) {
         self.pid.store(0, Ordering::SeqCst);
         self.live = None;
     }
@@ -539,6 +548,22 @@ impl WorkerHandle {
             Woke::Nothing => {}
         }
         live.readable
+    }
+
+    /// Whether the whole of the next reply has come, so [`WorkerHandle::finish_call`] reads it
+    /// without waiting at all (and without the waits a dead worker's end takes). Looks at most
+    /// 16 KiB ahead: a longer reply counts as not whole.
+    pub fn reply_whole(&self) -> bool {
+        let Some(live) = &self.live else { return false };
+        if live.from_worker.buffer().contains(&b'\n') {
+            return true;
+        }
+        let mut ahead = [0u8; GLANCE_BYTES];
+        let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
+        match rustix::net::recv(live.from_worker.get_ref(), &mut ahead, flags) {
+            Ok((seen, _)) => ahead[..seen.min(GLANCE_BYTES)].contains(&b'\n'),
+            Err(_) => false,
+        }
     }
 
     /// [`WorkerHandle::run_call`] with JSON arguments as text.

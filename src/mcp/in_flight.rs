@@ -38,38 +38,41 @@ struct Kept {
 /// One worker's descriptors, by which of the handle's workers it is.
 struct Watched {
     worker: u64,
-    fds: Arc<Vec<AsyncFd<OwnedFd>>>,
+    fds: Arc<Registered>,
+}
+
+/// A worker's descriptors, registered with the event loop.
+struct Registered {
+    /// The socket its replies come on.
+    socket: AsyncFd<OwnedFd>,
+    /// Its pidfd, readable once it has exited (where the kernel has pidfds).
+    exit: Option<AsyncFd<OwnedFd>>,
 }
 
 impl Watches {
-    /// Waits for `flight`'s reply and reads it. Past the call's deadline the worker is
-    /// interrupted, given its grace and killed, on a blocking thread (as a call without an event
-    /// loop is).
+    /// Waits for `flight`'s reply and reads it. A reply that has come whole is read here; anything
+    /// that could mean waiting (a reply larger than a glance, a worker that died, the deadline
+    /// passed: then the worker is interrupted, given its grace and killed) is finished on a
+    /// blocking thread, as a call without an event loop is, so the loop never stalls.
     pub(super) async fn finish(&self, mut flight: CallInFlight) -> CallRecord {
-        let watched = self.of(&flight);
-        if watched.is_empty() {
+        let Some(watched) = self.of(&flight) else {
             // Nothing to wait on here: wait on a blocking thread.
             return finish_blocking(flight).await;
-        }
+        };
         let mut timer = None;
-        let replied = self.wait(&mut flight, &watched, &mut timer).await;
+        let whole = self.wait(&mut flight, &watched, &mut timer).await;
         if let Some(timer) = timer {
             self.lock().deadline = Some(timer);
         }
-        if replied {
+        if whole {
             return flight.finish();
         }
         finish_blocking(flight).await
     }
 
-    /// Waits for `flight`'s reply until its deadline: whether it came. `timer` is the deadline's
-    /// timer once one was needed.
-    async fn wait(
-        &self,
-        flight: &mut CallInFlight,
-        watched: &[AsyncFd<OwnedFd>],
-        timer: &mut Option<Pin<Box<Sleep>>>,
-    ) -> bool {
+    /// Waits for `flight`'s reply until its deadline: whether it has come whole. `timer` is the
+    /// deadline's timer once one was needed.
+    async fn wait(&self, flight: &mut CallInFlight, watched: &Registered, timer: &mut Option<Pin<Box<Sleep>>>) -> bool {
         // Not looked for before the first wait: a reply is never back that soon, and a reply
         // that came already has made the socket ready.
         let mut woken = false;
@@ -77,15 +80,14 @@ impl Watches {
             // Each wake-up's readiness is cleared before the reply is looked for, so a reply that
             // comes after the look wakes the next wait.
             if woken && flight.reply_ready() {
-                return true;
+                return flight.reply_whole();
             }
             woken = true;
             let readable = async {
-                match watched {
-                    [] => {}
-                    [socket] => clear(socket).await,
-                    [socket, exit, ..] => tokio::select! {
-                        () = clear(socket) => {},
+                match &watched.exit {
+                    None => clear(&watched.socket).await,
+                    Some(exit) => tokio::select! {
+                        () = clear(&watched.socket) => {},
                         () = clear(exit) => {},
                     },
                 }
@@ -109,16 +111,17 @@ impl Watches {
         self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The registered descriptors of `flight`'s worker, registered now if it is a new one.
-    fn of(&self, flight: &CallInFlight) -> Arc<Vec<AsyncFd<OwnedFd>>> {
+    /// The registered descriptors of `flight`'s worker, registered now if it is a new one;
+    /// `None` when its socket cannot be.
+    fn of(&self, flight: &CallInFlight) -> Option<Arc<Registered>> {
         let worker = flight.worker_started();
         let mut kept = self.lock();
         match kept.watched.as_ref() {
-            Some(watched) if watched.worker == worker => Arc::clone(&watched.fds),
+            Some(watched) if watched.worker == worker => Some(Arc::clone(&watched.fds)),
             _ => {
-                let fds = Arc::new(register(flight));
+                let fds = Arc::new(register(flight)?);
                 kept.watched = Some(Watched { worker, fds: Arc::clone(&fds) });
-                fds
+                Some(fds)
             }
         }
     }
@@ -132,16 +135,18 @@ async fn finish_blocking(flight: CallInFlight) -> CallRecord {
     })
 }
 
-/// Copies of `flight`'s descriptors (its worker's socket and pidfd), registered with the event loop.
-fn register(flight: &CallInFlight) -> Vec<AsyncFd<OwnedFd>> {
-    flight
-        .wake_fds()
-        .into_iter()
-        .filter_map(|fd| rustix::io::dup(fd).ok())
+/// Copies of `flight`'s descriptors (its worker's socket, then its pidfd), registered with the
+/// event loop: `None` unless the socket is.
+fn register(flight: &CallInFlight) -> Option<Registered> {
+    let registered = |fd| {
+        let copy = super::pipes::cloexec_copy(fd).ok()?;
         // SAFETY: the `OwnedFd` is this registration's own copy of the descriptor: it stays open,
         // and is the same descriptor, until the `AsyncFd` that owns it is dropped.
-        .filter_map(|fd| unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok())
-        .collect()
+        unsafe { AsyncFd::register_with_interest(copy, Interest::READABLE) }.ok()
+    };
+    let mut fds = flight.wake_fds().into_iter();
+    let socket = registered(fds.next()?)?;
+    Some(Registered { socket, exit: fds.next().and_then(registered) })
 }
 
 /// Waits until `fd` is readable, and clears the readiness seen.

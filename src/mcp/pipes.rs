@@ -31,12 +31,18 @@ fn kind(fd: &OwnedFd) -> Kind {
     match rustix::fs::fstat(fd).map(|stat| FileType::from_raw_mode(stat.st_mode)) {
         Ok(FileType::Fifo) => Kind::Pipe,
         // A Unix socket's own address reads as one; another family's does not.
-        Ok(FileType::Socket) => match rustix::io::dup(fd).map(std::os::unix::net::UnixStream::from) {
+        Ok(FileType::Socket) => match cloexec_copy(fd).map(std::os::unix::net::UnixStream::from) {
             Ok(copy) if copy.local_addr().is_ok() => Kind::UnixSocket,
             _ => Kind::Blocking,
         },
         _ => Kind::Blocking,
     }
+}
+
+/// A copy of `fd` that no program this process starts inherits (a shell command holding the
+/// client's output open would keep the client waiting for its end after the server is gone).
+pub(crate) fn cloexec_copy(fd: impl AsFd) -> io::Result<OwnedFd> {
+    Ok(rustix::io::fcntl_dupfd_cloexec(fd, 0)?)
 }
 
 /// `fd` made non-blocking as a Unix socket on the runtime's event loop.
@@ -78,9 +84,7 @@ impl FlagsKept {
     /// Keeps the flags of each of `fds` as they are now.
     pub(crate) fn of(fds: &[&OwnedFd]) -> FlagsKept {
         FlagsKept(
-            fds.iter()
-                .filter_map(|fd| Some((rustix::io::dup(fd.as_fd()).ok()?, rustix::fs::fcntl_getfl(fd).ok()?)))
-                .collect(),
+            fds.iter().filter_map(|fd| Some((cloexec_copy(fd).ok()?, rustix::fs::fcntl_getfl(fd).ok()?))).collect(),
         )
     }
 }

@@ -158,6 +158,8 @@ struct Raw {
     paused: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Messages read while waiting for another.
     seen: Vec<Value>,
+    /// The pipes between this client and the server, as /proc names them (`pipe:[N]`).
+    pipes: Vec<String>,
 }
 
 impl Raw {
@@ -173,6 +175,11 @@ impl Raw {
             .spawn()
             .expect("toolhost starts");
         let output = child.stdout.take().unwrap();
+        let pipe_name = |fd: std::os::fd::BorrowedFd<'_>| format!("pipe:[{}]", rustix::fs::fstat(fd).unwrap().st_ino);
+        let pipes = vec![
+            pipe_name(std::os::fd::AsFd::as_fd(child.stdin.as_ref().unwrap())),
+            pipe_name(std::os::fd::AsFd::as_fd(&output)),
+        ];
         let (sent, messages) = std::sync::mpsc::channel();
         let paused = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let pause = std::sync::Arc::clone(&paused);
@@ -194,7 +201,7 @@ impl Raw {
                 }
             }
         });
-        let mut raw = Raw { input: child.stdin.take(), child, messages, paused, seen: Vec::new() };
+        let mut raw = Raw { input: child.stdin.take(), child, messages, paused, seen: Vec::new(), pipes };
         raw.send(&json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}));
         let init = raw.reply("init");
@@ -468,6 +475,45 @@ fn a_cancelled_call_stops_at_once_and_a_queued_one_never_runs_and_neither_is_ans
         "a cancelled request was answered: {:?}",
         raw.seen
     );
+}
+
+/// What each of `pid`'s descriptors is (`pipe:[N]`, `socket:[N]`, a path), from /proc.
+fn descriptors_of(pid: u32) -> Vec<String> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
+    fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok()).map(|target| target.display().to_string()).collect()
+}
+
+/// A worker started while the server serves holds none of the client's pipes: the server's copies
+/// of them (and of the last worker's socket) were once inherited by it, and from it by the
+/// `[[mcp]]` servers it starts, so a process left running kept the client's output open.
+#[test]
+fn a_worker_started_while_serving_holds_none_of_the_clients_pipes() {
+    let (dir, home) = raw_workspace();
+    let mut raw = Raw::start(&home, dir.path(), &[]);
+    raw.call(1, "fs-read", json!({"path": "tools/spin.scm"}));
+    assert!(!raw.result_text(1).1);
+    let server = raw.child.id();
+    let clients_pipes = raw.pipes.clone();
+    assert!(clients_pipes.iter().all(|pipe| descriptors_of(server).contains(pipe)), "{clients_pipes:?}");
+    let first = *children_of(server).first().expect("toolhost mcp runs its tools in a worker");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(first).unwrap()).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    common::eventually("the worker to be gone", || common::is_gone(first));
+    // The next calls start a fresh worker.
+    raw.call(2, "fs-read", json!({"path": "tools/spin.scm"}));
+    raw.result_text(2);
+    raw.call(3, "fs-read", json!({"path": "tools/spin.scm"}));
+    assert!(!raw.result_text(3).1);
+    let fresh = *children_of(server).iter().find(|&&pid| pid != first).expect("a fresh worker");
+    let held = descriptors_of(fresh);
+    assert!(!held.is_empty(), "the worker's descriptors are readable");
+    let leaked: Vec<&String> = held.iter().filter(|d| clients_pipes.contains(d)).collect();
+    assert!(leaked.is_empty(), "the worker holds the client's pipes {leaked:?} (server's pipes: {clients_pipes:?})");
+    let sockets: std::collections::BTreeSet<&String> = held.iter().filter(|d| d.starts_with("socket:")).collect();
+    assert_eq!(sockets.len(), 1, "the worker holds its own socket and no other: {held:?}");
 }
 
 #[test]
