@@ -704,6 +704,8 @@ fn a_scheme_tool_from_a_tools_folder_is_called_by_the_model_with_a_list_sent_as_
     assert_eq!(requests[1].json()["messages"][3], json!({"role": "tool", "tool_call_id": "t1", "content": "2"}));
 }
 
+/// Needs the MCP client (the `mcp` feature), as the agent binary alone does not.
+#[cfg(feature = "mcp")]
 #[test]
 fn a_scheme_tool_and_an_mcp_tool_are_called_by_the_model_in_one_session() {
     let tools = tempfile::tempdir().unwrap();
