@@ -21,7 +21,8 @@ use crate::schema::Format;
 use crate::spec::SpecSet;
 use crate::worker::{SentCall, WorkerHandle};
 
-type Envelope = (Request, mpsc::Sender<Reply>);
+/// A request for the host's thread, and what to do with its reply there.
+type Envelope = (Request, Box<dyn FnOnce(Reply) + Send>);
 
 /// A `Send + Sync + Clone` way to a host that lives on its own thread.
 ///
@@ -206,7 +207,7 @@ impl HostHandle {
                     return;
                 }
                 for (request, reply) in receiver {
-                    let _ = reply.send(answer(&mut host, request));
+                    reply(answer(&mut host, request));
                 }
             })
             .map_err(|e| Error::tool_failed(format!("cannot start the host thread: {e}")))?;
@@ -310,7 +311,10 @@ impl HostHandle {
         match &self.host {
             Backend::Thread(sender) => {
                 let (reply_tx, reply_rx) = mpsc::channel();
-                sender.send((request, reply_tx)).map_err(|_| stopped())?;
+                let reply = Box::new(move |reply| {
+                    let _ = reply_tx.send(reply);
+                });
+                sender.send((request, reply)).map_err(|_| stopped())?;
                 reply_rx.recv().map_err(|_| stopped())
             }
             Backend::Worker(slot) => {
@@ -358,6 +362,47 @@ impl HostHandle {
                 Sent::Finished(*record)
             }
         }
+    }
+
+    /// Hands one call to the host's own thread, which runs it in its turn and gives its record to
+    /// `then` there; nothing waits meanwhile, so an event loop can await the record as it awaits
+    /// its input (a channel's sender in `then`). A host that has stopped gives `then` a `crashed`
+    /// record at once. The call comes back when the host is not on a thread of this process (see
+    /// [`HostHandle::try_send_call`] for a worker's).
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
+    /// let handle = toolhost::HostHandle::spawn(toolhost::HostBuilder::new(dir.path())).unwrap();
+    /// let (sender, records) = std::sync::mpsc::channel();
+    /// let call = toolhost::CallRequest::new("fs-read", r#"{"path": "a.txt"}"#);
+    /// assert!(handle.send_call_then(call, move |record| sender.send(record).unwrap()).is_ok());
+    /// assert!(records.recv().unwrap().model_text().contains("one"));
+    /// ```
+    ///
+    /// # Errors
+    /// The call, unsent, when the host runs in a worker process.
+    pub fn send_call_then(
+        &self,
+        call: CallRequest,
+        then: impl FnOnce(CallRecord) + Send + 'static,
+    ) -> std::result::Result<(), CallRequest> {
+        let Backend::Thread(sender) = &self.host else { return Err(call) };
+        let (tool, arguments) = (call.tool.clone(), call.arguments.clone());
+        let reply: Box<dyn FnOnce(Reply) + Send> = Box::new(move |reply| {
+            then(match reply {
+                Reply::Call(record) => *record,
+                other => CallRecord::failed(tool, arguments, unexpected(&other)),
+            });
+        });
+        if let Err(mpsc::SendError((request, reply))) = sender.send((Request::Call(call), reply)) {
+            let (tool, arguments) = match request {
+                Request::Call(call) => (call.tool, call.arguments),
+                _ => (String::new(), String::new()),
+            };
+            reply(Reply::Call(Box::new(CallRecord::failed(tool, arguments, stopped()))));
+        }
+        Ok(())
     }
 
     /// Calls `tool` with arguments as a model sent them, as JSON text.

@@ -31,7 +31,7 @@ use super::stdio::{self, CallTurn};
 use super::watch::{Listeners, ToolWatch};
 use super::wire::RawArguments;
 
-use crate::call::CallRequest;
+use crate::call::{CallRecord, CallRequest};
 use crate::code_mode::{self, ToolsAs};
 use crate::error::{Error, Result};
 use crate::handle::{HostHandle, Sent};
@@ -121,17 +121,10 @@ impl McpServer {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         self.watches = Watches::default();
-        // With a worker, one thread for the exchange with the one client: a message passes from
-        // the input to the SDK, the worker and back to the output without waking another. A host
-        // in this process runs calls on blocking threads, whose replies two workers take up.
-        let mut builder = if self.handle.in_worker() {
-            tokio::runtime::Builder::new_current_thread()
-        } else {
-            let mut builder = tokio::runtime::Builder::new_multi_thread();
-            builder.worker_threads(2);
-            builder
-        };
-        let runtime = builder
+        // One thread for the exchange with the one client: a message passes from the input to the
+        // SDK, the host (its worker, or its thread in this process) and back to the output without
+        // waking another; nothing on it waits for the host.
+        let runtime = tokio::runtime::Builder::new_current_thread()
             .thread_name("toolhost-mcp-server")
             .enable_all()
             .build()
@@ -273,7 +266,23 @@ impl ServerHandler for McpServer {
                 tokio::spawn(async move { watches.finish(flight).await })
             }
             Sent::Finished(record) => tokio::spawn(std::future::ready(record)),
-            Sent::NotSent(call) => tokio::task::spawn_blocking(move || handle.run_call(call)),
+            Sent::NotSent(call) => {
+                // A host in this process: its thread hands the record back to this one, with no
+                // thread blocked on it meanwhile.
+                let (sender, record) = tokio::sync::oneshot::channel();
+                match handle.send_call_then(call, move |done| drop(sender.send(done))) {
+                    Ok(()) => tokio::spawn(async move {
+                        record.await.unwrap_or_else(|_| {
+                            CallRecord::failed(
+                                String::new(),
+                                String::new(),
+                                Error::tool_failed("the host dropped the call"),
+                            )
+                        })
+                    }),
+                    Err(call) => tokio::task::spawn_blocking(move || handle.run_call(call)),
+                }
+            }
         };
         let progress = context
             .meta

@@ -390,6 +390,35 @@ fn pipelined_calls_run_in_arrival_order() {
     assert_eq!(std::fs::read_to_string(dir.path().join("v.txt")).unwrap(), "v200");
 }
 
+/// With the host in the server's own process (`--no-isolate`, whose calls go to the host's thread
+/// and come back to the event loop): calls still run in arrival order, a cancelled running call
+/// stops and is not answered, and the server goes on answering while it runs.
+#[test]
+fn in_process_calls_keep_their_order_and_a_cancelled_one_stops() {
+    let (dir, home) = raw_workspace();
+    std::fs::write(dir.path().join("slow.toml"), "[limits]\nscheme_call_s = 600\n").unwrap();
+    let mut raw = Raw::start(&home, dir.path(), &["--no-isolate", "--config", "slow.toml", "--tools", "tools"]);
+    raw.call(1, "spin", json!({}));
+    let server = raw.child.id();
+    let before = cpu_ticks(server);
+    common::eventually("the loop to run in the server", || cpu_ticks(server) > before + 20);
+    // The event loop is free while the host's thread spins.
+    raw.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}));
+    assert!(raw.reply(2)["result"].is_object());
+    raw.cancel(1);
+    for n in 3..=52 {
+        raw.call(n, "fs-write", json!({"path": "v.txt", "content": format!("v{n}")}));
+    }
+    let mut order = Vec::new();
+    while order.len() < 50 {
+        let message = raw.next();
+        assert!(message["result"]["isError"] != true, "{message}");
+        order.push(message["id"].as_i64().unwrap());
+    }
+    assert_eq!(order, (3..=52).collect::<Vec<_>>(), "the cancelled call was not answered, the rest in order");
+    assert_eq!(std::fs::read_to_string(dir.path().join("v.txt")).unwrap(), "v52");
+}
+
 #[test]
 fn a_client_that_stops_reading_makes_the_server_stop_reading() {
     let (dir, home) = raw_workspace();
