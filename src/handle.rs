@@ -366,8 +366,8 @@ impl HostHandle {
 
     /// Hands one call to the host's own thread, which runs it in its turn and gives its record to
     /// `then` there; nothing waits meanwhile, so an event loop can await the record as it awaits
-    /// its input (a channel's sender in `then`). A host that has stopped gives `then` a `crashed`
-    /// record at once. The call comes back when the host is not on a thread of this process (see
+    /// its input (a channel's sender in `then`: it runs on the host's thread, which does nothing
+    /// else until it returns). A host that has stopped gives `then` a `crashed` record at once. The call comes back when the host is not on a thread of this process (see
     /// [`HostHandle::try_send_call`] for a worker's).
     ///
     /// ```

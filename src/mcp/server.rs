@@ -33,7 +33,7 @@ use super::wire::RawArguments;
 
 use crate::call::{CallRecord, CallRequest};
 use crate::code_mode::{self, ToolsAs};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::handle::{HostHandle, Sent};
 use crate::schema::{self, Format};
 use crate::spec::ToolSpec;
@@ -273,11 +273,8 @@ impl ServerHandler for McpServer {
                 match handle.send_call_then(call, move |done| drop(sender.send(done))) {
                     Ok(()) => tokio::spawn(async move {
                         record.await.unwrap_or_else(|_| {
-                            CallRecord::failed(
-                                String::new(),
-                                String::new(),
-                                Error::tool_failed("the host dropped the call"),
-                            )
+                            let error = Error::new(ErrorKind::Crashed, "the host stopped during the call");
+                            CallRecord::failed(String::new(), String::new(), error)
                         })
                     }),
                     Err(call) => tokio::task::spawn_blocking(move || handle.run_call(call)),
