@@ -52,20 +52,13 @@ struct Outgoing {
 /// A request read and not yet answered.
 struct Pending {
     permits: Permits,
-    is_call: bool,
 }
 
-/// The call the SDK is running. The next starts when it was answered (or cancelled) and its host
-/// work has ended, so a cancellation's interrupt can only reach the call it was meant for.
+/// The call the SDK is running. The next starts as soon as its host work has ended (cancelled or
+/// not), so a cancellation's interrupt can only reach the call it was meant for, and the host runs
+/// the next call while this one's reply is still being written.
 struct Turn {
     id: RequestId,
-    answered: bool,
-    work_done: bool,
-}
-
-enum Part {
-    Answered,
-    WorkDone,
 }
 
 struct State {
@@ -102,7 +95,7 @@ pub struct CallTurn {
 impl Drop for CallTurn {
     fn drop(&mut self) {
         if let Some(exchange) = self.exchange.upgrade() {
-            exchange.turn_part(&self.id, Part::WorkDone);
+            exchange.work_done(&self.id);
         }
     }
 }
@@ -138,7 +131,7 @@ impl Exchange {
             self.write(&refusal, permits);
             return;
         }
-        state.in_flight.insert(id.clone(), Pending { permits, is_call });
+        state.in_flight.insert(id.clone(), Pending { permits });
         if !is_call {
             unsent = state.forward(message, Permits::default());
         } else if state.running.is_none() && state.queue.is_empty() {
@@ -163,24 +156,21 @@ impl Exchange {
                 .extensions_mut()
                 .insert(Arc::new(CallTurn { exchange: Arc::downgrade(self), id: id.clone() }));
         }
-        state.running = Some(Turn { id, answered: false, work_done: false });
+        state.running = Some(Turn { id });
         state.forward(message, Permits::default())
     }
 
-    fn turn_part(self: &Arc<Self>, id: &RequestId, part: Part) {
+    /// The running call's host work has ended: the next call starts.
+    fn work_done(self: &Arc<Self>, id: &RequestId) {
         let mut unsent = None;
         let mut state = self.lock();
-        let Some(turn) = state.running.as_mut().filter(|turn| &turn.id == id) else { return };
-        match part {
-            Part::Answered => turn.answered = true,
-            Part::WorkDone => turn.work_done = true,
+        if state.running.as_ref().is_none_or(|turn| &turn.id != id) {
+            return;
         }
-        if turn.answered && turn.work_done {
-            state.running = None;
-            match state.queue.pop_front() {
-                Some((next, message)) => unsent = self.start(&mut state, next, message),
-                None => self.idle.notify_waiters(),
-            }
+        state.running = None;
+        match state.queue.pop_front() {
+            Some((next, message)) => unsent = self.start(&mut state, next, message),
+            None => self.idle.notify_waiters(),
         }
         drop(state);
         drop(unsent);
@@ -202,11 +192,7 @@ impl Exchange {
             let _ = written.send(());
             return done;
         };
-        let done = self.write(&message, pending.permits);
-        if pending.is_call {
-            self.turn_part(&id, Part::Answered);
-        }
-        done
+        self.write(&message, pending.permits)
     }
 
     /// `notifications/cancelled`: a queued call is dropped; a running request's token fires in the
@@ -220,7 +206,9 @@ impl Exchange {
             state.in_flight.remove(&id);
             return;
         }
-        let Some(pending) = state.in_flight.remove(&id) else { return };
+        if state.in_flight.remove(&id).is_none() {
+            return;
+        }
         let notification = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
             "params": {"requestId": id.clone().into_json_value(), "reason": reason}});
         if let Ok(message) = serde_json::from_value::<ClientJsonRpcMessage>(notification) {
@@ -228,9 +216,6 @@ impl Exchange {
         }
         drop(state);
         drop(unsent);
-        if pending.is_call {
-            self.turn_part(&id, Part::Answered);
-        }
     }
 
     /// The input closed: queued calls are dropped, the running one is cancelled, and the SDK is
