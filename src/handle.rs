@@ -124,8 +124,8 @@ impl CallInFlight {
     /// Whether the whole reply has come, so [`CallInFlight::finish`] returns at once, with no
     /// wait of any kind (a worker that died takes a moment to be looked at): what an event loop
     /// may finish on its own thread.
-    pub fn reply_whole(&self) -> bool {
-        self.worker.as_ref().is_some_and(WorkerHandle::reply_whole)
+    pub fn reply_whole(&mut self) -> bool {
+        self.worker.as_mut().is_some_and(WorkerHandle::reply_whole)
     }
 
     /// How many workers the handle had started when this call was sent: another number, another
@@ -336,11 +336,7 @@ impl HostHandle {
     /// Runs one call; a host that has stopped answers with a `crashed` record.
     pub fn run_call(&self, call: CallRequest) -> CallRecord {
         let (tool, arguments) = (call.tool.clone(), call.arguments.clone());
-        match self.request(Request::Call(call)) {
-            Ok(Reply::Call(record)) => *record,
-            Ok(other) => CallRecord::failed(tool, arguments, unexpected(&other)),
-            Err(e) => CallRecord::failed(tool, arguments, e),
-        }
+        call_record(self.request(Request::Call(call)), tool, arguments)
     }
 
     /// Sends one call to the host's worker process and returns without waiting for the reply, so
@@ -367,7 +363,8 @@ impl HostHandle {
     /// Hands one call to the host's own thread, which runs it in its turn and gives its record to
     /// `then` there; nothing waits meanwhile, so an event loop can await the record as it awaits
     /// its input (a channel's sender in `then`: it runs on the host's thread, which does nothing
-    /// else until it returns). A host that has stopped gives `then` a `crashed` record at once. The call comes back when the host is not on a thread of this process (see
+    /// else until it returns). A host that has stopped gives `then` a `crashed` record at once.
+    /// The call comes back when the host is not on a thread of this process (see
     /// [`HostHandle::try_send_call`] for a worker's).
     ///
     /// ```
@@ -389,12 +386,7 @@ impl HostHandle {
     ) -> std::result::Result<(), CallRequest> {
         let Backend::Thread(sender) = &self.host else { return Err(call) };
         let (tool, arguments) = (call.tool.clone(), call.arguments.clone());
-        let reply: Box<dyn FnOnce(Reply) + Send> = Box::new(move |reply| {
-            then(match reply {
-                Reply::Call(record) => *record,
-                other => CallRecord::failed(tool, arguments, unexpected(&other)),
-            });
-        });
+        let reply: Box<dyn FnOnce(Reply) + Send> = Box::new(move |reply| then(call_record(Ok(reply), tool, arguments)));
         if let Err(mpsc::SendError((request, reply))) = sender.send((Request::Call(call), reply)) {
             let (tool, arguments) = match request {
                 Request::Call(call) => (call.tool, call.arguments),
@@ -546,6 +538,15 @@ impl HostHandle {
 
 fn stopped() -> Error {
     Error::new(ErrorKind::Crashed, "the host thread has stopped")
+}
+
+/// The record a call's reply makes: a host that stopped or answered out of turn makes a failed one.
+fn call_record(reply: Result<Reply>, tool: String, arguments: String) -> CallRecord {
+    match reply {
+        Ok(Reply::Call(record)) => *record,
+        Ok(other) => CallRecord::failed(tool, arguments, unexpected(&other)),
+        Err(e) => CallRecord::failed(tool, arguments, e),
+    }
 }
 
 fn unexpected(reply: &Reply) -> Error {

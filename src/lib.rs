@@ -89,10 +89,9 @@
 //!
 //! `cli` (the `toolhost` executable), `mcp` (`[[mcp]]` servers and `McpServer`) and `agent`
 //! (the agent loop), all on by default, and `stats` (`toolhost stats`, part of `cli`); without
-//! them the crate is the core above. The library
-//! never changes the process environment: steel picks its home folder once per process from
-//! `STEEL_HOME` (else it creates `$XDG_DATA_HOME/steel`), so set that in `main` before the first
-//! host if you want neither.
+//! them the crate is the core above. The library never changes the process environment: steel
+//! picks its home folder once per process from `STEEL_HOME` (else it creates
+//! `$XDG_DATA_HOME/steel`), so set that in `main` before the first host if you want neither.
 
 #![deny(missing_docs)]
 

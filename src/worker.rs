@@ -552,18 +552,21 @@ impl WorkerHandle {
 
     /// Whether the whole of the next reply has come, so [`WorkerHandle::finish_call`] reads it
     /// without waiting at all (and without the waits a dead worker's end takes). Looks at most
-    /// 16 KiB ahead: a longer reply counts as not whole.
-    pub fn reply_whole(&self) -> bool {
-        let Some(live) = &self.live else { return false };
+    /// 16 KiB ahead: a longer reply counts as not whole. The look is the only system call it
+    /// takes, and it serves as [`WorkerHandle::reply_ready`]'s too.
+    pub fn reply_whole(&mut self) -> bool {
+        let Some(live) = self.live.as_mut() else { return false };
         if live.from_worker.buffer().contains(&b'\n') {
             return true;
         }
         let mut ahead = [0u8; GLANCE_BYTES];
         let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
-        match rustix::net::recv(live.from_worker.get_ref(), &mut ahead, flags) {
+        let whole = match rustix::net::recv(live.from_worker.get_ref(), &mut ahead, flags) {
             Ok((seen, _)) => ahead[..seen.min(GLANCE_BYTES)].contains(&b'\n'),
             Err(_) => false,
-        }
+        };
+        live.readable |= whole;
+        whole
     }
 
     /// [`WorkerHandle::run_call`] with JSON arguments as text.

@@ -315,8 +315,7 @@ impl McpServer {
     }
 }
 
-/// The runtime the HTTP server runs on: two workers for the sessions' connections (the host's
-/// work runs on blocking threads of its own).
+/// The runtime the HTTP server runs on: two workers for the sessions' connections.
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

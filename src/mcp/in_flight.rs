@@ -78,9 +78,16 @@ impl Watches {
         let mut woken = false;
         while let Some(deadline) = flight.deadline().filter(|&deadline| Instant::now() < deadline) {
             // Each wake-up's readiness is cleared before the reply is looked for, so a reply that
-            // comes after the look wakes the next wait.
-            if woken && flight.reply_ready() {
-                return flight.reply_whole();
+            // comes after the look wakes the next wait. A whole reply (the usual wake-up) is read
+            // here; anything else that came (a part of a long reply, the worker's end) on a
+            // blocking thread.
+            if woken {
+                if flight.reply_whole() {
+                    return true;
+                }
+                if flight.reply_ready() {
+                    return false;
+                }
             }
             woken = true;
             let readable = async {

@@ -11,6 +11,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 
 use rustix::fs::{FileType, OFlags};
+use rustix::net::AddressFamily;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::unix::pipe;
 
@@ -30,11 +31,11 @@ enum Kind {
 fn kind(fd: &OwnedFd) -> Kind {
     match rustix::fs::fstat(fd).map(|stat| FileType::from_raw_mode(stat.st_mode)) {
         Ok(FileType::Fifo) => Kind::Pipe,
-        // A Unix socket's own address reads as one; another family's does not.
-        Ok(FileType::Socket) => match cloexec_copy(fd).map(std::os::unix::net::UnixStream::from) {
-            Ok(copy) if copy.local_addr().is_ok() => Kind::UnixSocket,
-            _ => Kind::Blocking,
-        },
+        Ok(FileType::Socket)
+            if rustix::net::getsockname(fd).is_ok_and(|addr| addr.address_family() == AddressFamily::UNIX) =>
+        {
+            Kind::UnixSocket
+        }
         _ => Kind::Blocking,
     }
 }

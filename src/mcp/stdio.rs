@@ -49,22 +49,14 @@ struct Outgoing {
     written: Option<oneshot::Sender<()>>,
 }
 
-/// A request read and not yet answered.
-struct Pending {
-    permits: Permits,
-}
-
-/// The call the SDK is running. The next starts as soon as its host work has ended (cancelled or
-/// not), so a cancellation's interrupt can only reach the call it was meant for, and the host runs
-/// the next call while this one's reply is still being written.
-struct Turn {
-    id: RequestId,
-}
-
 struct State {
-    in_flight: HashMap<RequestId, Pending>,
+    /// The requests read and not yet answered, with what each holds of the reader's bounds.
+    in_flight: HashMap<RequestId, Permits>,
     queue: VecDeque<(RequestId, ClientJsonRpcMessage)>,
-    running: Option<Turn>,
+    /// The call the SDK is running. The next starts as soon as its host work has ended (cancelled
+    /// or not), so a cancellation's interrupt can only reach the call it was meant for, and the
+    /// host runs the next call while this one's reply is still being written.
+    running: Option<RequestId>,
     to_sdk: Option<mpsc::UnboundedSender<(ClientJsonRpcMessage, Permits)>>,
 }
 
@@ -131,7 +123,7 @@ impl Exchange {
             self.write(&refusal, permits);
             return;
         }
-        state.in_flight.insert(id.clone(), Pending { permits });
+        state.in_flight.insert(id.clone(), permits);
         if !is_call {
             unsent = state.forward(message, Permits::default());
         } else if state.running.is_none() && state.queue.is_empty() {
@@ -156,7 +148,7 @@ impl Exchange {
                 .extensions_mut()
                 .insert(Arc::new(CallTurn { exchange: Arc::downgrade(self), id: id.clone() }));
         }
-        state.running = Some(Turn { id });
+        state.running = Some(id);
         state.forward(message, Permits::default())
     }
 
@@ -164,7 +156,7 @@ impl Exchange {
     fn work_done(self: &Arc<Self>, id: &RequestId) {
         let mut unsent = None;
         let mut state = self.lock();
-        if state.running.as_ref().is_none_or(|turn| &turn.id != id) {
+        if state.running.as_ref() != Some(id) {
             return;
         }
         state.running = None;
@@ -185,14 +177,14 @@ impl Exchange {
             _ => None,
         };
         let Some(id) = id else { return self.write(&message, Permits::default()) };
-        let pending = self.lock().in_flight.remove(&id);
-        let Some(pending) = pending else {
+        let permits = self.lock().in_flight.remove(&id);
+        let Some(permits) = permits else {
             // Cancelled: no reply, as the spec asks.
             let (written, done) = oneshot::channel();
             let _ = written.send(());
             return done;
         };
-        self.write(&message, pending.permits)
+        self.write(&message, permits)
     }
 
     /// `notifications/cancelled`: a queued call is dropped; a running request's token fires in the
@@ -227,7 +219,7 @@ impl Exchange {
             for (id, _) in &queued {
                 state.in_flight.remove(id);
             }
-            state.running.as_ref().map(|turn| turn.id.clone())
+            state.running.clone()
         };
         if let Some(id) = running {
             self.cancel(id, "the client closed the connection");
