@@ -259,6 +259,17 @@ impl Raw {
         text_of(&reply["result"])
     }
 
+    /// The ids of the next `count` messages, each a successful result.
+    fn next_result_ids(&mut self, count: usize) -> Vec<i64> {
+        (0..count)
+            .map(|_| {
+                let message = self.next();
+                assert!(message["result"]["isError"] != true, "{message}");
+                message["id"].as_i64().unwrap()
+            })
+            .collect()
+    }
+
     fn close_input(&mut self) {
         self.input = None;
     }
@@ -380,13 +391,7 @@ fn pipelined_calls_run_in_arrival_order() {
     for n in 1..=200 {
         raw.call(n, "fs-write", json!({"path": "v.txt", "content": format!("v{n}")}));
     }
-    let mut order = Vec::new();
-    while order.len() < 200 {
-        let message = raw.next();
-        assert!(message["result"]["isError"] != true, "{message}");
-        order.push(message["id"].as_i64().unwrap());
-    }
-    assert_eq!(order, (1..=200).collect::<Vec<_>>());
+    assert_eq!(raw.next_result_ids(200), (1..=200).collect::<Vec<_>>());
     assert_eq!(std::fs::read_to_string(dir.path().join("v.txt")).unwrap(), "v200");
 }
 
@@ -409,12 +414,7 @@ fn in_process_calls_keep_their_order_and_a_cancelled_one_stops() {
     for n in 3..=52 {
         raw.call(n, "fs-write", json!({"path": "v.txt", "content": format!("v{n}")}));
     }
-    let mut order = Vec::new();
-    while order.len() < 50 {
-        let message = raw.next();
-        assert!(message["result"]["isError"] != true, "{message}");
-        order.push(message["id"].as_i64().unwrap());
-    }
+    let order = raw.next_result_ids(50);
     assert_eq!(order, (3..=52).collect::<Vec<_>>(), "the cancelled call was not answered, the rest in order");
     assert_eq!(std::fs::read_to_string(dir.path().join("v.txt")).unwrap(), "v52");
 }
@@ -504,6 +504,25 @@ fn a_cancelled_call_stops_at_once_and_a_queued_one_never_runs_and_neither_is_ans
         "a cancelled request was answered: {:?}",
         raw.seen
     );
+}
+
+/// A reply from the worker longer than the server's glance at it (16 KiB) is read off the event
+/// loop and arrives whole, calls before and after it answered as usual.
+#[test]
+fn a_long_reply_from_the_worker_arrives_whole() {
+    let (dir, home) = raw_workspace();
+    let lines: String = (1..=3000).map(|n| format!("line {n:05} of a file long enough to read in parts\n")).collect();
+    std::fs::write(dir.path().join("long.txt"), &lines).unwrap();
+    std::fs::write(dir.path().join("wide.toml"), "[limits]\nread_lines = 3000\noutput_chars = 1000000\n").unwrap();
+    let mut raw = Raw::start(&home, dir.path(), &["--config", "wide.toml"]);
+    raw.call(1, "fs-write", json!({"path": "a.txt", "content": "short"}));
+    raw.call(2, "fs-read", json!({"path": "long.txt", "start": 1, "count": 3000}));
+    raw.call(3, "fs-read", json!({"path": "a.txt"}));
+    assert!(!raw.result_text(1).1);
+    let (text, is_error) = raw.result_text(2);
+    assert!(!is_error && text.len() > 100 * 1024, "{} bytes: {}", text.len(), &text[..text.len().min(300)]);
+    assert!(text.contains("1\tline 00001 of") && text.contains("3000\tline 03000 of"), "the whole file");
+    assert_eq!(raw.result_text(3), ("1\tshort\n".to_string(), false));
 }
 
 /// What each of `pid`'s descriptors is (`pipe:[N]`, `socket:[N]`, a path), from /proc.
