@@ -6,6 +6,7 @@
 //! ([`Request`] and [`Reply`], serializable), so the same conversation can later run over a pipe to
 //! a worker process.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
@@ -19,7 +20,7 @@ use crate::host::{HostBuilder, Interrupter};
 pub use crate::host_request::{answer, Reply, Request};
 use crate::schema::Format;
 use crate::spec::SpecSet;
-use crate::worker::{SentCall, WorkerHandle};
+use crate::worker::{Canceller, SentCall, WorkerHandle};
 
 /// A request for the host's thread, and what to do with its reply there.
 type Envelope = (Request, Box<dyn FnOnce(Reply) + Send>);
@@ -60,8 +61,8 @@ enum Backend {
     Worker(Arc<WorkerSlot>),
 }
 
-/// A worker process, lent out while a call sent with [`HostHandle::try_send_call`] waits for its
-/// reply: every other request waits until it is back.
+/// A worker process, lent out while calls sent with [`WorkerCalls`] wait for their replies:
+/// every other request waits until it is back.
 struct WorkerSlot {
     worker: Mutex<Option<WorkerHandle>>,
     returned: Condvar,
@@ -98,77 +99,137 @@ impl WorkerSlot {
     }
 }
 
-/// A call out with a worker process, its reply not read yet ([`HostHandle::try_send_call`]). The
-/// handle's other requests wait until it is finished or dropped. Meanwhile its
-/// [`CallInFlight::wake_fds`] can be waited on beside other things (an event loop's input, a
-/// cancellation), with no thread blocked on the worker.
-pub struct CallInFlight {
+/// The host's worker process, lent to one user that sends it calls without waiting for their
+/// replies ([`HostHandle::try_lend_worker`]), so an event loop can wait for them beside other things
+/// (its input, a cancellation) with no thread blocked on the worker. Several calls may be out at
+/// once: the worker runs them in the order sent, one at a time, and their replies are read in that
+/// order ([`WorkerCalls::finish_next`]). The handle's other requests wait until it is given back
+/// (dropped).
+pub struct WorkerCalls {
     slot: Arc<WorkerSlot>,
     worker: Option<WorkerHandle>,
-    sent: Option<SentCall>,
+    /// The calls sent whose replies are not read yet, in the order sent.
+    out: VecDeque<SentCall>,
 }
 
-impl CallInFlight {
-    /// One of these becomes readable once the reply (or the worker's end) is there: the socket
-    /// the reply comes on, which only [`CallInFlight::finish`] reads, and the worker's pidfd.
+impl WorkerCalls {
+    /// Sends `call` (starting a worker first if none runs, which waits for it): its number among
+    /// the requests this worker was sent, for [`Canceller::cancel`].
+    ///
+    /// # Errors
+    /// The call's record, when it could not be sent (no worker starts, or it died).
+    pub fn send(&mut self, call: CallRequest) -> std::result::Result<u64, Box<CallRecord>> {
+        let Some(worker) = self.worker.as_mut() else {
+            return Err(Box::new(CallRecord::failed(call.tool, call.arguments, stopped())));
+        };
+        let sent = worker.send_call(call)?;
+        let number = sent.number();
+        self.out.push_back(sent);
+        Ok(number)
+    }
+
+    /// How many calls are out, their replies not read yet.
+    pub fn len(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Whether no call is out.
+    pub fn is_empty(&self) -> bool {
+        self.out.is_empty()
+    }
+
+    /// Whether a worker runs (else the next call sent starts one, which waits for it).
+    pub fn worker_runs(&self) -> bool {
+        self.worker.as_ref().is_some_and(|worker| worker.worker_pid().is_some())
+    }
+
+    /// Starts a worker if none runs, waiting until it is ready.
+    ///
+    /// # Errors
+    /// When it does not start.
+    pub fn start_worker(&mut self) -> Result<()> {
+        match self.worker.as_mut() {
+            Some(worker) => worker.ensure_started(),
+            None => Err(stopped()),
+        }
+    }
+
+    /// Whether other requests wait for the worker: a user that keeps sending calls should let
+    /// the ones out finish and give it back.
+    pub fn others_waiting(&self) -> bool {
+        self.slot.waiting.load(Ordering::SeqCst) > 0
+    }
+
+    /// One of these becomes readable once a reply (or the worker's end) is there: the socket the
+    /// replies come on, which only [`WorkerCalls::finish_next`] reads, and the worker's pidfd.
     pub fn wake_fds(&self) -> Vec<std::os::fd::BorrowedFd<'_>> {
         self.worker.as_ref().map(WorkerHandle::wake_fds).unwrap_or_default()
     }
 
-    /// Whether [`CallInFlight::finish`] would return without waiting on the worker: its reply
-    /// came (or began to), or the worker ended.
+    /// Whether [`WorkerCalls::finish_next`] would return without waiting on the worker: the next
+    /// reply came (or began to), or the worker ended.
     pub fn reply_ready(&mut self) -> bool {
         self.worker.as_mut().is_none_or(WorkerHandle::reply_ready)
     }
 
-    /// Whether the whole reply has come, so [`CallInFlight::finish`] returns at once, with no
-    /// wait of any kind (a worker that died takes a moment to be looked at): what an event loop
-    /// may finish on its own thread.
+    /// Whether the whole of the next reply has come, so [`WorkerCalls::finish_next`] returns at
+    /// once, with no wait of any kind (a worker that died takes a moment to be looked at): what an
+    /// event loop may finish on its own thread.
     pub fn reply_whole(&mut self) -> bool {
-        self.worker.as_mut().is_some_and(WorkerHandle::reply_whole)
+        !self.out.is_empty() && self.worker.as_mut().is_some_and(WorkerHandle::reply_whole)
     }
 
-    /// How many workers the handle had started when this call was sent: another number, another
-    /// worker (and other descriptors to wait on).
+    /// How many workers the handle had started so far: another number, another worker (and other
+    /// descriptors to wait on, another [`Canceller`]).
     pub fn worker_started(&self) -> u64 {
         self.worker.as_ref().map_or(0, WorkerHandle::workers_started)
     }
 
-    /// When the reply is due (the grace included): from then on [`CallInFlight::finish`] ends
-    /// the call as a timeout, its worker interrupted and then killed.
+    /// What cancels the calls out with the current worker, from any thread.
+    pub fn canceller(&self) -> Option<Canceller> {
+        self.worker.as_ref().and_then(WorkerHandle::canceller)
+    }
+
+    /// When the next reply is due (the grace included): from then on [`WorkerCalls::finish_next`]
+    /// ends its call as a timeout, the worker interrupted and then killed.
     pub fn deadline(&self) -> Option<std::time::Instant> {
-        self.sent.as_ref().map(SentCall::deadline)
+        self.out.front().map(SentCall::deadline)
     }
 
-    /// Reads the reply, waiting for it until the deadline, and gives the worker back.
-    pub fn finish(mut self) -> CallRecord {
-        match (self.worker.as_mut(), self.sent.take()) {
-            (Some(worker), Some(sent)) => worker.finish_call(sent),
-            _ => CallRecord::failed(String::new(), String::new(), stopped()),
+    /// Reads the next reply, waiting for it until its deadline: the record of the first call out
+    /// (`None` when none is). When the worker died or overran, that call fails (`crashed`,
+    /// `timeout`), and the calls sent after it never began: [`WorkerCalls::take_unrun`] gives them
+    /// back to be sent again.
+    pub fn finish_next(&mut self) -> Option<CallRecord> {
+        let sent = self.out.pop_front()?;
+        let Some(worker) = self.worker.as_mut() else {
+            return Some(CallRecord::failed(sent.into_call().tool, String::new(), stopped()));
+        };
+        let record = worker.finish_call(sent);
+        if let Some(next) = self.out.front_mut() {
+            worker.begin_next(next);
         }
+        Some(record)
+    }
+
+    /// The calls out with a worker that has ended: they were sent after one it did not answer, and
+    /// never began. (None while the worker runs.)
+    pub fn take_unrun(&mut self) -> Vec<CallRequest> {
+        if self.worker_runs() {
+            return Vec::new();
+        }
+        self.out.drain(..).map(SentCall::into_call).collect()
     }
 }
 
-/// What [`HostHandle::try_send_call`] came to.
-pub enum Sent {
-    /// Sent: its reply is to be awaited and read.
-    InFlight(CallInFlight),
-    /// It could not be sent (the worker had died): its record.
-    Finished(CallRecord),
-    /// Not sent, since that would have meant waiting (or the host runs in this process).
-    NotSent(CallRequest),
-}
-
-impl Drop for CallInFlight {
-    /// Given back unfinished, the worker's next reply would be this call's: it is ended instead,
+impl Drop for WorkerCalls {
+    /// Given back with calls out, the worker's next replies would be theirs: it is ended instead,
     /// and the next request starts a fresh one.
     fn drop(&mut self) {
         let Some(mut worker) = self.worker.take() else { return };
-        match self.sent.take() {
-            Some(sent) => worker.abandon(sent),
-            // Reading the reply panicked: some of it may still be unread.
-            None if std::thread::panicking() => worker.end_worker(),
-            None => {}
+        // Reading a reply panicked: some of it may still be unread.
+        if !self.out.is_empty() || std::thread::panicking() {
+            worker.end_worker();
         }
         self.slot.give_back(worker);
     }
@@ -339,25 +400,25 @@ impl HostHandle {
         call_record(self.request(Request::Call(call)), tool, arguments)
     }
 
-    /// Sends one call to the host's worker process and returns without waiting for the reply, so
-    /// an event loop can wait for it beside other things ([`CallInFlight`]). Only when that costs
-    /// no wait: the call comes back unsent when another request has the worker, when a new worker
-    /// would have to start first, or when the host runs in this process (run it with
-    /// [`HostHandle::run_call`] where waiting is fine).
-    pub fn try_send_call(&self, call: CallRequest) -> Sent {
-        let Backend::Worker(slot) = &self.host else { return Sent::NotSent(call) };
-        let Ok(mut guard) = slot.worker.try_lock() else { return Sent::NotSent(call) };
-        let Some(mut worker) = guard.take_if(|worker| worker.worker_pid().is_some()) else {
-            return Sent::NotSent(call);
+    /// Lends the host's worker process out for calls sent without waiting ([`WorkerCalls`]), when
+    /// that costs no wait: `None` when another request has the worker, or when the host runs in
+    /// this process (see [`HostHandle::send_call_then`]).
+    pub fn try_lend_worker(&self) -> Option<WorkerCalls> {
+        let Backend::Worker(slot) = &self.host else { return None };
+        let worker = slot.worker.try_lock().ok()?.take()?;
+        Some(WorkerCalls { slot: Arc::clone(slot), worker: Some(worker), out: VecDeque::new() })
+    }
+
+    /// [`HostHandle::try_lend_worker`], waiting until no other request has the worker.
+    ///
+    /// # Errors
+    /// When the host runs in this process, or has stopped.
+    pub fn lend_worker(&self) -> Result<WorkerCalls> {
+        let Backend::Worker(slot) = &self.host else {
+            return Err(Error::tool_failed("the host runs in this process, not in a worker"));
         };
-        drop(guard);
-        match worker.send_call(call) {
-            Ok(sent) => Sent::InFlight(CallInFlight { slot: Arc::clone(slot), worker: Some(worker), sent: Some(sent) }),
-            Err(record) => {
-                slot.give_back(worker);
-                Sent::Finished(*record)
-            }
-        }
+        let worker = slot.lock()?.take().ok_or_else(stopped)?;
+        Ok(WorkerCalls { slot: Arc::clone(slot), worker: Some(worker), out: VecDeque::new() })
     }
 
     /// Hands one call to the host's own thread, which runs it in its turn and gives its record to
@@ -365,7 +426,7 @@ impl HostHandle {
     /// its input (a channel's sender in `then`: it runs on the host's thread, which does nothing
     /// else until it returns). A host that has stopped gives `then` a `crashed` record at once.
     /// The call comes back when the host is not on a thread of this process (see
-    /// [`HostHandle::try_send_call`] for a worker's).
+    /// [`HostHandle::try_lend_worker`] for a worker's).
     ///
     /// ```
     /// let dir = tempfile::tempdir().unwrap();

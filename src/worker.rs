@@ -8,6 +8,10 @@
 //! plus a short grace it is killed and the request ends with `timeout`. Either way the next request
 //! starts a fresh worker (tools loaded again) and works.
 //!
+//! Several calls may be out with a worker at once ([`WorkerHandle::send_call`]): it runs them one at
+//! a time in the order sent, and a cancellation names the call it stops by its number, on a second
+//! socket ([`WORKER_CONTROL_FD`]), so it cannot reach the call after it the way a signal could.
+//!
 //! The socket is the worker's alone: the worker marks it close-on-exec before anything else, so no
 //! command or MCP server it starts inherits it (one that did could forge replies, or keep the socket
 //! open after the worker died). And the parent watches the worker process itself (a pidfd) beside the
@@ -57,6 +61,12 @@ fn children_of(pid: Pid) -> Vec<Pid> {
 
 /// The descriptor the worker reads requests from and writes replies to.
 pub const WORKER_FD: i32 = 3;
+
+/// The descriptor the worker reads cancellations from: the number of a request (the first sent
+/// is 1) as a line, which stops that request if it runs and skips it if it has not begun. Several
+/// calls may be out with a worker at once ([`WorkerHandle::send_call`]); a number, unlike a
+/// signal, cannot stop the wrong one.
+pub const WORKER_CONTROL_FD: i32 = 4;
 
 /// How a worker is started and what bounds it.
 #[derive(Debug, Clone)]
@@ -121,6 +131,10 @@ impl WorkerSpec {
 struct Live {
     child: Child,
     to_worker: UnixStream,
+    /// Where cancellations go ([`WORKER_CONTROL_FD`] in the worker).
+    control: Arc<UnixStream>,
+    /// How many requests were sent to this worker: the number of the last one.
+    sent: u64,
     /// The replies, a JSON line each, read on the requesting thread: a reader thread in between
     /// would add two thread wake-ups to every call.
     from_worker: BufReader<UnixStream>,
@@ -354,6 +368,17 @@ impl WorkerHandle {
         self.live.as_ref().map(|l| l.child.id())
     }
 
+    /// Starts a worker if none runs, waiting until it is ready.
+    ///
+    /// # Errors
+    /// When it does not start (see [`WorkerHandle::spawn`]).
+    pub fn ensure_started(&mut self) -> Result<()> {
+        if self.live.is_some() {
+            return Ok(());
+        }
+        self.start()
+    }
+
     /// What interrupts this handle's running call from another thread.
     pub fn interrupter(&self) -> WorkerInterrupter {
         WorkerInterrupter { pid: Arc::clone(&self.pid), own_process_group: self.spec.own_process_group }
@@ -364,7 +389,10 @@ impl WorkerHandle {
         self.live = None;
         let (mine, theirs) =
             UnixStream::pair().map_err(|e| crashed(format!("cannot make the worker's socket: {e}")))?;
+        let (control, control_theirs) =
+            UnixStream::pair().map_err(|e| crashed(format!("cannot make the worker's socket: {e}")))?;
         let theirs_fd = std::os::fd::AsRawFd::as_raw_fd(&theirs);
+        let control_fd = std::os::fd::AsRawFd::as_raw_fd(&control_theirs);
         let memory = self.spec.memory_bytes;
         let mut command = Command::new(&self.spec.program);
         command
@@ -376,16 +404,28 @@ impl WorkerHandle {
         if self.spec.own_process_group {
             command.process_group(0);
         }
-        // SAFETY: only async-signal-safe calls (dup2, setrlimit) between fork and exec.
+        // SAFETY: only async-signal-safe calls (fcntl, dup2, setrlimit) between fork and exec.
         unsafe {
             command.pre_exec(move || {
-                if theirs_fd == WORKER_FD {
-                    // dup2 onto itself would keep close-on-exec set.
-                    if libc::fcntl(WORKER_FD, libc::F_SETFD, 0) < 0 {
+                // The control socket moves out of the way first if it sits where the requests'
+                // must go.
+                let control_fd = if control_fd == WORKER_FD {
+                    libc::fcntl(control_fd, libc::F_DUPFD_CLOEXEC, 5)
+                } else {
+                    control_fd
+                };
+                for (fd, target) in [(theirs_fd, WORKER_FD), (control_fd, WORKER_CONTROL_FD)] {
+                    if fd < 0 {
                         return Err(std::io::Error::last_os_error());
                     }
-                } else if libc::dup2(theirs_fd, WORKER_FD) < 0 {
-                    return Err(std::io::Error::last_os_error());
+                    if fd == target {
+                        // dup2 onto itself would keep close-on-exec set.
+                        if libc::fcntl(target, libc::F_SETFD, 0) < 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    } else if libc::dup2(fd, target) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
                 }
                 let limit = libc::rlimit { rlim_cur: memory as libc::rlim_t, rlim_max: memory as libc::rlim_t };
                 if libc::setrlimit(libc::RLIMIT_AS, &limit) < 0 {
@@ -396,6 +436,7 @@ impl WorkerHandle {
         }
         let mut child = command.spawn().map_err(|e| crashed(format!("cannot start the worker: {e}")))?;
         drop(theirs);
+        drop(control_theirs);
         let stderr = match child.stderr.take() {
             Some(piped) => StderrRelay::start(piped),
             None => StderrRelay::start(std::io::empty()),
@@ -408,6 +449,8 @@ impl WorkerHandle {
         let mut live = Live {
             child,
             to_worker: mine,
+            control: Arc::new(control),
+            sent: 0,
             from_worker: BufReader::new(reader),
             pidfd,
             cpu_bounded: None,
@@ -439,13 +482,14 @@ impl WorkerHandle {
             self.start()?;
         }
         let deadline = Instant::now() + self.spec.deadline(request) + self.spec.grace;
-        let outcome = self.send(request, deadline).and_then(|()| self.receive(deadline));
+        let outcome = self.send(request, deadline).and_then(|_| self.receive(deadline));
         self.forget_if_failed(&outcome);
         outcome
     }
 
-    /// Sends `request` to the live worker, its CPU backstop set for a reply by `deadline`.
-    fn send(&mut self, request: &Request, deadline: Instant) -> Result<()> {
+    /// Sends `request` to the live worker, its CPU backstop set for a reply by `deadline`: the
+    /// request's number.
+    fn send(&mut self, request: &Request, deadline: Instant) -> Result<u64> {
         let Some(live) = self.live.as_mut() else { return Err(crashed("no worker runs".into())) };
         live.send(request, deadline.saturating_duration_since(Instant::now()))
     }
@@ -482,25 +526,37 @@ impl WorkerHandle {
     }
 
     /// Sends one JSON call to the worker (starting one if none runs) and returns without waiting
-    /// for its reply: [`WorkerHandle::finish_call`] reads it, and until then the worker must be
-    /// sent nothing else. Meanwhile one of [`WorkerHandle::wake_fds`] becomes readable once the
-    /// reply (or the worker's end) is there, and [`WorkerHandle::reply_ready`] says so without
-    /// waiting.
+    /// for its reply: [`WorkerHandle::finish_call`] reads it. More calls may be sent before it is
+    /// read; the worker runs them in the order sent, and their replies are read in that order, each
+    /// once [`WorkerHandle::begin_next`] has been told the one before was read. Meanwhile one of
+    /// [`WorkerHandle::wake_fds`] becomes readable once a reply (or the worker's end) is there, and
+    /// [`WorkerHandle::reply_ready`] says so without waiting.
     ///
     /// # Errors
     /// The call's record, when it could not be sent (no worker starts, or it died).
     pub fn send_call(&mut self, call: CallRequest) -> std::result::Result<SentCall, Box<CallRecord>> {
-        let (tool, arguments) = (call.tool.clone(), call.arguments.clone());
         let started = Instant::now();
         let request = Request::Call(call);
         let sent = if self.live.is_none() { self.start() } else { Ok(()) };
         // The deadline counts from the call's sending, not from a worker's start before it.
-        let deadline = Instant::now() + self.spec.deadline(&request) + self.spec.grace;
+        let allowed = self.spec.deadline(&request) + self.spec.grace;
+        let deadline = Instant::now() + allowed;
         let sent = sent.and_then(|()| self.send(&request, deadline));
         self.forget_if_failed(&sent);
+        let Request::Call(call) = request else { unreachable!("the request was made a call above") };
         match sent {
-            Ok(()) => Ok(SentCall { tool, arguments, started, deadline }),
-            Err(e) => Err(Box::new(failed_call(tool, arguments, started, e))),
+            Ok(number) => Ok(SentCall { call, started, deadline, allowed, number }),
+            Err(e) => Err(Box::new(failed_call(call, started, e))),
+        }
+    }
+
+    /// The call sent after one whose reply was just read begins now in the worker: its deadline
+    /// counts from now if that is later than from its sending (it waited its turn behind the
+    /// others), and the worker's CPU backstop is set for it.
+    pub fn begin_next(&mut self, sent: &mut SentCall) {
+        sent.deadline = sent.deadline.max(Instant::now() + sent.allowed);
+        if let Some(live) = self.live.as_mut() {
+            live.bound(sent.allowed);
         }
     }
 
@@ -511,12 +567,16 @@ impl WorkerHandle {
         self.forget_if_failed(&outcome);
         match outcome {
             Ok(Reply::Call(record)) => *record,
-            Ok(_) => {
-                let error = crashed("the worker answered out of turn".into());
-                failed_call(sent.tool, sent.arguments, sent.started, error)
-            }
-            Err(e) => failed_call(sent.tool, sent.arguments, sent.started, e),
+            Ok(_) => failed_call(sent.call, sent.started, crashed("the worker answered out of turn".into())),
+            Err(e) => failed_call(sent.call, sent.started, e),
         }
+    }
+
+    /// What cancels calls sent to the current worker, by their number, from any thread (none
+    /// while no worker runs).
+    pub fn canceller(&self) -> Option<Canceller> {
+        let live = self.live.as_ref()?;
+        Some(Canceller { worker: self.started, control: Arc::clone(&live.control) })
     }
 
     /// Gives up on the reply to `sent`: the worker, whose next reply would be that one, is ended,
@@ -603,8 +663,22 @@ fn bound_cpu(pid: u32, limit: Duration) {
 }
 
 impl Live {
-    /// Writes `request` to the worker, whose reply is due within `limit`.
-    fn send(&mut self, request: &Request, limit: Duration) -> Result<()> {
+    /// Writes `request` to the worker, whose reply is due within `limit`: its number.
+    fn send(&mut self, request: &Request, limit: Duration) -> Result<u64> {
+        self.bound(limit);
+        self.stderr.forget();
+        let mut line = serde_json::to_string(request).map_err(|e| crashed(format!("cannot send the request: {e}")))?;
+        line.push('\n');
+        self.to_worker
+            .write_all(line.as_bytes())
+            .and_then(|()| self.to_worker.flush())
+            .map_err(|_| crashed(died(self)))?;
+        self.sent += 1;
+        Ok(self.sent)
+    }
+
+    /// Sets the CPU backstop for a request due within `limit`, the limit a timeout names.
+    fn bound(&mut self, limit: Duration) {
         // The backstop need not move for every call: CPU time grows at most as fast as the wall
         // clock times the cores, so a bound set less than a second ago for a deadline at least as
         // long still leaves this call its deadline's worth on every core and the 5 s of slack.
@@ -615,11 +689,7 @@ impl Live {
             bound_cpu(self.child.id(), limit);
             self.cpu_bounded = Some((Instant::now(), limit));
         }
-        self.stderr.forget();
         self.limit = limit;
-        let mut line = serde_json::to_string(request).map_err(|e| crashed(format!("cannot send the request: {e}")))?;
-        line.push('\n');
-        self.to_worker.write_all(line.as_bytes()).and_then(|()| self.to_worker.flush()).map_err(|_| crashed(died(self)))
     }
 
     /// Reads the reply to the request sent last, waiting until `deadline`; past it the worker is
@@ -652,13 +722,16 @@ impl Live {
 
 /// A call sent to a worker whose reply is still to be read ([`WorkerHandle::send_call`]).
 #[derive(Debug)]
-#[must_use = "the worker must be sent nothing else until the reply is read with finish_call"]
+#[must_use = "the reply must be read with finish_call before the worker's next reply is"]
 pub struct SentCall {
-    tool: String,
-    arguments: String,
+    call: CallRequest,
     started: Instant,
     /// Its deadline, the grace included.
     deadline: Instant,
+    /// How long it may run, the grace included.
+    allowed: Duration,
+    /// Its number among the requests its worker was sent.
+    number: u64,
 }
 
 impl SentCall {
@@ -667,12 +740,46 @@ impl SentCall {
     pub fn deadline(&self) -> Instant {
         self.deadline
     }
+
+    /// Its number among the requests its worker was sent, which [`Canceller::cancel`] takes.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// The call, to be sent again when its worker ended before it began.
+    pub fn into_call(self) -> CallRequest {
+        self.call
+    }
+}
+
+/// Cancels calls sent to one worker by their number ([`WorkerHandle::canceller`]).
+#[derive(Clone, Debug)]
+pub struct Canceller {
+    worker: u64,
+    control: Arc<UnixStream>,
+}
+
+impl Canceller {
+    /// Stops call `number` of this worker if it runs, or has it answered without running if it
+    /// has not begun; a call already answered is left alone. The stop of a running call may come
+    /// before its Scheme code began, and be forgotten: ask again until its reply has come. Never
+    /// waits (a worker too far behind to read its cancellations misses this one).
+    pub fn cancel(&self, number: u64) {
+        let line = format!("{number}\n");
+        let flags = rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL;
+        let _ = rustix::net::send(&*self.control, line.as_bytes(), flags);
+    }
+
+    /// Which of the handle's workers it cancels calls of (see [`WorkerHandle::workers_started`]).
+    pub fn worker(&self) -> u64 {
+        self.worker
+    }
 }
 
 /// The record of a call the worker gave no reply to.
-fn failed_call(tool: String, arguments: String, started: Instant, error: Error) -> CallRecord {
-    let error = error.with_tool(&tool);
-    let mut record = CallRecord::failed(tool, arguments, error);
+fn failed_call(call: CallRequest, started: Instant, error: Error) -> CallRecord {
+    let error = error.with_tool(&call.tool);
+    let mut record = CallRecord::failed(call.tool, call.arguments, error);
     record.elapsed = started.elapsed();
     record
 }

@@ -296,7 +296,7 @@ impl McpServer {
         let listeners = Listeners::default();
         self.sessions = Some(listeners.clone());
         self.turns = Some(Arc::new(tokio::sync::Semaphore::new(1)));
-        self.watches = super::in_flight::Watches::default();
+        self.pipe = super::in_flight::WorkerPipe::default();
         let _watch =
             self.watch_tools.then(|| ToolWatch::start(self.handle.clone(), listeners, runtime.handle().clone()));
         let outcome = runtime.block_on(async {

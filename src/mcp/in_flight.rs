@@ -1,44 +1,353 @@
-//! A call out with the worker process ([`CallInFlight`]), awaited on the server's event loop:
-//! the worker's socket and pidfd are waited on like the client's input, so a reply wakes the one
-//! thread that writes it to the client, and no thread sits blocked on the worker meanwhile.
+//! The calls of one server run on the host's worker process ([`WorkerPipe`]): sent in the order
+//! they came, several at once, and their replies awaited on the server's event loop, where the
+//! worker's socket and pidfd are waited on like the client's input.
 //!
-//! Why: handing each call to a blocking thread cost two thread wake-ups a call (there and back),
-//! a third of what a quick call costs end to end. The worker's descriptors stay registered from
-//! call to call while the worker is the same (registering them anew cost eight system calls a
-//! call).
+//! Why: a worker that sleeps between two calls, and a server that waits for each reply before it
+//! sends the next call, cost a hop each way a call; with the next calls already in its socket the
+//! worker goes from one call to the next at once, and one wake-up of the server reads every reply
+//! that came. The worker still runs one call at a time, in order, and a cancellation names the call
+//! it stops by its number, so it cannot reach the next one. No thread sits blocked on the worker:
+//! what could mean waiting (a worker to start, a reply larger than a glance, a worker that died or
+//! overran) is done on a blocking thread.
 
+use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
+use tokio::sync::{oneshot, Notify};
 use tokio::time::Sleep;
 
-use crate::call::CallRecord;
-use crate::error::Error;
-use crate::handle::CallInFlight;
+use crate::call::{CallRecord, CallRequest};
+use crate::error::{Error, ErrorKind};
+use crate::handle::{HostHandle, WorkerCalls};
+use crate::worker::Canceller;
 
-/// The current worker's descriptors, registered with the event loop of one server run (a
-/// registration belongs to its runtime, as a timer does: each run starts with a fresh one).
+/// At most this many calls are out with the worker at once.
+pub(super) const DEPTH: usize = 8;
+
+/// A call is sent behind others only if its request is at most this long, and the requests out
+/// add up to at most [`MOST_BYTES_OUT`]: the worker's socket holds them all, so sending never
+/// waits for the worker to read (a larger call waits until the worker is idle, and reading).
+const SMALL_CALL: usize = 16 * 1024;
+const MOST_BYTES_OUT: usize = 64 * 1024;
+
+/// The calls of one server run, in the order submitted; a task on the run's event loop sends them
+/// to the worker and reads the replies. Cloned, it is the same pipe.
 #[derive(Clone, Default)]
-pub(super) struct Watches(Arc<Mutex<Kept>>);
+pub(super) struct WorkerPipe(Arc<Shared>);
 
 #[derive(Default)]
-struct Kept {
-    watched: Option<Watched>,
-    /// The timer of a call's deadline, set again for each call. A timer made anew for each call
-    /// woke the event loop each time it was set (the loop had no timer to sleep until), one system
-    /// call and one more turn of the loop a call; set again, it is later than the one the loop last
-    /// slept until, and the loop is left alone.
-    deadline: Option<Pin<Box<Sleep>>>,
+struct Shared {
+    state: Mutex<State>,
+    /// A call was submitted, or the pipe closed: the task has something to do.
+    wake: Notify,
 }
 
-/// One worker's descriptors, by which of the handle's workers it is.
-struct Watched {
-    worker: u64,
-    fds: Arc<Registered>,
+#[derive(Default)]
+struct State {
+    /// Calls submitted and not sent yet, in order.
+    queued: VecDeque<Waiting>,
+    /// Calls sent, in the order sent: the lent worker's calls out.
+    sent: VecDeque<Waiting>,
+    /// Cancels the calls out with the current worker.
+    canceller: Option<Canceller>,
+    /// The task runs.
+    driving: bool,
+    /// The server is ending: nothing more is sent, and no worker started.
+    closed: bool,
+    next_id: u64,
+}
+
+/// One call's place in the pipe.
+struct Waiting {
+    id: u64,
+    /// The call, until it is sent.
+    call: Option<CallRequest>,
+    /// About how long its request is.
+    bytes: usize,
+    /// Once sent: which worker (by [`WorkerCalls::worker_started`]) and its number there.
+    sent_as: Option<(u64, u64)>,
+    done: oneshot::Sender<CallRecord>,
+}
+
+/// A submitted call: its id in the pipe (for [`WorkerPipe::cancel`]) and its record to come.
+pub(super) struct Submitted {
+    pub(super) id: u64,
+    pub(super) record: oneshot::Receiver<CallRecord>,
+}
+
+impl WorkerPipe {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Queues `call` behind the ones submitted before it; the pipe's task (started now if it does
+    /// not run) sends it to `handle`'s worker in its turn. Must be called on the server's event
+    /// loop.
+    pub(super) fn submit(&self, handle: &HostHandle, call: CallRequest) -> Submitted {
+        let (done, record) = oneshot::channel();
+        let mut state = self.lock();
+        let id = state.next_id;
+        state.next_id += 1;
+        let bytes = call.tool.len() + call.arguments.len() + 64;
+        state.queued.push_back(Waiting { id, call: Some(call), bytes, sent_as: None, done });
+        if !state.driving {
+            state.driving = true;
+            tokio::spawn(drive(self.clone(), handle.clone()));
+        }
+        drop(state);
+        self.0.wake.notify_one();
+        Submitted { id, record }
+    }
+
+    /// Cancels call `id`: one not sent yet is dropped (true: it never runs, and has no record);
+    /// one sent is stopped in the worker if it runs, or answered without running if it has not
+    /// begun (false: its record still comes; ask again until it has, since a stop that reaches the
+    /// worker just before the call begins is forgotten).
+    pub(super) fn cancel(&self, id: u64) -> bool {
+        let mut state = self.lock();
+        if let Some(at) = state.queued.iter().position(|waiting| waiting.id == id) {
+            state.queued.remove(at);
+            return true;
+        }
+        let sent_as = state.sent.iter().find(|waiting| waiting.id == id).and_then(|waiting| waiting.sent_as);
+        if let (Some((worker, number)), Some(canceller)) = (sent_as, &state.canceller) {
+            if canceller.worker() == worker {
+                canceller.cancel(number);
+            }
+        }
+        false
+    }
+
+    /// The server is ending: calls not sent yet never will be, and no worker is started for them.
+    pub(super) fn close(&self) {
+        self.lock().closed = true;
+        self.0.wake.notify_one();
+    }
+}
+
+/// What may happen next, as the state says.
+enum Next {
+    /// Nothing submitted, nothing out: give the worker back, and wait.
+    Idle,
+    /// Nothing out, and other requests wait for the worker: give it back, and ask for it again
+    /// behind them.
+    GiveWay,
+    /// The pipe closed with nothing out: the task ends.
+    End,
+    /// Calls wait to be sent, and the task has no worker to send them to.
+    NeedWorker,
+    /// Wait for a reply, or a submission.
+    Wait,
+}
+
+/// The pipe's task: sends what may be sent, waits for replies (or submissions, or the deadline
+/// of the call the worker runs), reads them and hands each record to its call.
+async fn drive(pipe: WorkerPipe, handle: HostHandle) {
+    let mut calls: Option<WorkerCalls> = None;
+    let mut watched: Option<(u64, Registered)> = None;
+    let mut timer: Option<Pin<Box<Sleep>>> = None;
+    loop {
+        let next = pipe.send_what_may_go(calls.as_mut());
+        match next {
+            Next::End => {
+                pipe.lock().driving = false;
+                return;
+            }
+            Next::Idle => {
+                // Given back, so the handle's other requests (a tool list, a reload) can run.
+                calls = None;
+                pipe.0.wake.notified().await;
+                continue;
+            }
+            Next::GiveWay => {
+                drop(calls.take());
+                calls = pipe.lend(&handle, None, false).await;
+                continue;
+            }
+            Next::NeedWorker => {
+                calls = pipe.lend(&handle, calls.take(), true).await;
+                continue;
+            }
+            Next::Wait => {}
+        }
+        let Some(lent) = calls.as_mut() else { continue };
+        let worker = lent.worker_started();
+        if watched.as_ref().is_none_or(|(of, _)| *of != worker) {
+            watched = register(lent).map(|fds| (worker, fds));
+        }
+        let deadline = lent.deadline().unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+        if timer.deadline() != deadline.into() {
+            timer.as_mut().reset(deadline.into());
+        }
+        let readable = async {
+            match &watched {
+                None => tokio::time::sleep(Duration::from_millis(10)).await,
+                Some((_, Registered { socket, exit: None })) => clear(socket).await,
+                Some((_, Registered { socket, exit: Some(exit) })) => tokio::select! {
+                    () = clear(socket) => {},
+                    () = clear(exit) => {},
+                },
+            }
+        };
+        tokio::select! {
+            () = readable => {}
+            () = timer.as_mut() => {}
+            // Another call to send (a reply that came meanwhile keeps its readiness).
+            () = pipe.0.wake.notified() => continue,
+        }
+        // Every whole reply is read here; anything that may mean waiting on a blocking thread.
+        while lent.reply_whole() {
+            if let Some(record) = lent.finish_next() {
+                pipe.deliver(record);
+            }
+        }
+        let overdue = lent.deadline().is_some_and(|deadline| Instant::now() >= deadline);
+        if !lent.is_empty() && (overdue || lent.reply_ready()) {
+            calls = pipe.finish_waiting(calls.take()).await;
+        }
+    }
+}
+
+impl WorkerPipe {
+    /// Sends the queued calls that may go now to `calls`' worker, and says what is next.
+    fn send_what_may_go(&self, calls: Option<&mut WorkerCalls>) -> Next {
+        let mut state = self.lock();
+        let out = calls.as_ref().map_or(0, |calls| calls.len());
+        if state.closed && out == 0 {
+            // Their handlers were cancelled as the input closed, and wait for no record.
+            state.queued.clear();
+            return Next::End;
+        }
+        let Some(calls) = calls else {
+            return if state.queued.is_empty() { Next::Idle } else { Next::NeedWorker };
+        };
+        if calls.is_empty() && state.queued.is_empty() {
+            return Next::Idle;
+        }
+        if calls.is_empty() && calls.others_waiting() {
+            return Next::GiveWay;
+        }
+        while !state.closed && calls.worker_runs() {
+            let bytes_out: usize = state.sent.iter().map(|waiting| waiting.bytes).sum();
+            let Some(front) = state.queued.front() else { break };
+            let behind = !calls.is_empty();
+            let fits = front.bytes <= SMALL_CALL && bytes_out + front.bytes <= MOST_BYTES_OUT;
+            if behind && (calls.len() >= DEPTH || !fits || calls.others_waiting()) {
+                break;
+            }
+            let Some(mut waiting) = state.queued.pop_front() else { break };
+            let Some(call) = waiting.call.take() else { continue };
+            match calls.send(call) {
+                Ok(number) => {
+                    waiting.sent_as = Some((calls.worker_started(), number));
+                    state.sent.push_back(waiting);
+                }
+                // The worker died: the calls out with it are read (and the unrun sent again).
+                Err(record) => {
+                    let _ = waiting.done.send(*record);
+                    break;
+                }
+            }
+        }
+        match (calls.is_empty(), state.queued.is_empty()) {
+            (false, _) => Next::Wait,
+            (true, true) => Next::Idle,
+            // None runs: one is started for them.
+            (true, false) => Next::NeedWorker,
+        }
+    }
+
+    /// Hands the record of the first call out to it.
+    fn deliver(&self, record: CallRecord) {
+        let waiting = self.lock().sent.pop_front();
+        if let Some(waiting) = waiting {
+            let _ = waiting.done.send(record);
+        }
+    }
+
+    /// The worker lent to the task, with a worker running in it; `None` when the host has stopped
+    /// or the worker did not start, and then the first queued call fails with the reason. A free
+    /// worker that runs is taken on the event loop; waiting for one (another request has it, or it
+    /// must start) is done on a blocking thread. `at_once`: a free worker may be taken without
+    /// waiting (not so after giving way to the requests that wait for it).
+    async fn lend(&self, handle: &HostHandle, calls: Option<WorkerCalls>, at_once: bool) -> Option<WorkerCalls> {
+        let calls = calls.or_else(|| at_once.then(|| handle.try_lend_worker()).flatten());
+        let lent = match calls {
+            Some(calls) if calls.worker_runs() => Ok(calls),
+            calls => {
+                let (handle, pipe) = (handle.clone(), self.clone());
+                tokio::task::spawn_blocking(move || {
+                    let mut calls = match calls {
+                        Some(calls) => calls,
+                        None => handle.lend_worker()?,
+                    };
+                    if !pipe.lock().closed {
+                        calls.start_worker()?;
+                    }
+                    Ok(calls)
+                })
+                .await
+                .unwrap_or_else(|e| Err(Error::new(ErrorKind::Crashed, format!("the worker could not be lent: {e}"))))
+            }
+        };
+        match lent {
+            Ok(calls) => {
+                self.lock().canceller = calls.canceller();
+                Some(calls)
+            }
+            Err(error) => {
+                let first = self.lock().queued.pop_front();
+                if let Some(mut waiting) = first {
+                    let tool = waiting.call.take().map(|call| call.tool).unwrap_or_default();
+                    let _ = waiting.done.send(CallRecord::failed(tool.clone(), String::new(), error.with_tool(&tool)));
+                }
+                None
+            }
+        }
+    }
+
+    /// Reads the next reply on a blocking thread (it may wait: a long reply, a worker that died,
+    /// one that overran and is interrupted, then killed). The calls sent after one its worker did
+    /// not answer never began, and are queued again in front.
+    async fn finish_waiting(&self, calls: Option<WorkerCalls>) -> Option<WorkerCalls> {
+        let mut calls = calls?;
+        let done = tokio::task::spawn_blocking(move || {
+            let record = calls.finish_next();
+            (calls, record)
+        })
+        .await;
+        let Ok((mut calls, record)) = done else {
+            // The thread panicked with the worker: it was given back ended.
+            let lost = std::mem::take(&mut self.lock().sent);
+            for waiting in lost {
+                let error = Error::new(ErrorKind::Crashed, "the call was lost with its worker");
+                let _ = waiting.done.send(CallRecord::failed(String::new(), String::new(), error));
+            }
+            return None;
+        };
+        if let Some(record) = record {
+            self.deliver(record);
+        }
+        let unrun = calls.take_unrun();
+        if !unrun.is_empty() {
+            let mut state = self.lock();
+            let mut again: Vec<Waiting> = state.sent.drain(..).collect();
+            for (waiting, call) in again.iter_mut().zip(unrun) {
+                waiting.call = Some(call);
+                waiting.sent_as = None;
+            }
+            for waiting in again.into_iter().rev() {
+                state.queued.push_front(waiting);
+            }
+        }
+        Some(calls)
+    }
 }
 
 /// A worker's descriptors, registered with the event loop.
@@ -49,114 +358,22 @@ struct Registered {
     exit: Option<AsyncFd<OwnedFd>>,
 }
 
-impl Watches {
-    /// Waits for `flight`'s reply and reads it. A reply that has come whole is read here; anything
-    /// that could mean waiting (a reply larger than a glance, a worker that died, the deadline
-    /// passed: then the worker is interrupted, given its grace and killed) is finished on a
-    /// blocking thread, as a call without an event loop is, so the loop never stalls.
-    pub(super) async fn finish(&self, mut flight: CallInFlight) -> CallRecord {
-        let Some(watched) = self.of(&flight) else {
-            // Nothing to wait on here: wait on a blocking thread.
-            return finish_blocking(flight).await;
-        };
-        let mut timer = None;
-        let whole = self.wait(&mut flight, &watched, &mut timer).await;
-        if let Some(timer) = timer {
-            self.lock().deadline = Some(timer);
-        }
-        if whole {
-            return flight.finish();
-        }
-        finish_blocking(flight).await
-    }
-
-    /// Waits for `flight`'s reply until its deadline: whether it has come whole. `timer` is the
-    /// deadline's timer once one was needed.
-    async fn wait(&self, flight: &mut CallInFlight, watched: &Registered, timer: &mut Option<Pin<Box<Sleep>>>) -> bool {
-        // Not looked for before the first wait: a reply is never back that soon, and a reply
-        // that came already has made the socket ready.
-        let mut woken = false;
-        while let Some(deadline) = flight.deadline().filter(|&deadline| Instant::now() < deadline) {
-            // Each wake-up's readiness is cleared before the reply is looked for, so a reply that
-            // comes after the look wakes the next wait. A whole reply (the usual wake-up) is read
-            // here; anything else that came (a part of a long reply, the worker's end) on a
-            // blocking thread.
-            if woken {
-                if flight.reply_whole() {
-                    return true;
-                }
-                if flight.reply_ready() {
-                    return false;
-                }
-            }
-            woken = true;
-            let readable = async {
-                match &watched.exit {
-                    None => clear(&watched.socket).await,
-                    Some(exit) => tokio::select! {
-                        () = clear(&watched.socket) => {},
-                        () = clear(exit) => {},
-                    },
-                }
-            };
-            let timer = timer.get_or_insert_with(|| {
-                let kept = self.lock().deadline.take();
-                kept.unwrap_or_else(|| Box::pin(tokio::time::sleep_until(deadline.into())))
-            });
-            if timer.deadline() != deadline.into() {
-                timer.as_mut().reset(deadline.into());
-            }
-            tokio::select! {
-                () = readable => {}
-                () = timer.as_mut() => {}
-            }
-        }
-        false
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// The registered descriptors of `flight`'s worker, registered now if it is a new one;
-    /// `None` when its socket cannot be.
-    fn of(&self, flight: &CallInFlight) -> Option<Arc<Registered>> {
-        let worker = flight.worker_started();
-        let mut kept = self.lock();
-        match kept.watched.as_ref() {
-            Some(watched) if watched.worker == worker => Some(Arc::clone(&watched.fds)),
-            _ => {
-                let fds = Arc::new(register(flight)?);
-                kept.watched = Some(Watched { worker, fds: Arc::clone(&fds) });
-                Some(fds)
-            }
-        }
-    }
-}
-
-/// Finishes `flight` on a blocking thread: waits for its reply, or past its deadline interrupts,
-/// then kills, its worker.
-async fn finish_blocking(flight: CallInFlight) -> CallRecord {
-    tokio::task::spawn_blocking(move || flight.finish()).await.unwrap_or_else(|e| {
-        CallRecord::failed(String::new(), String::new(), Error::tool_failed(format!("the call was lost: {e}")))
-    })
-}
-
-/// Copies of `flight`'s descriptors (its worker's socket, then its pidfd), registered with the
-/// event loop: `None` unless the socket is.
-fn register(flight: &CallInFlight) -> Option<Registered> {
+/// Copies of `calls`' worker's descriptors (its socket, then its pidfd), registered with the event
+/// loop: `None` unless the socket is.
+fn register(calls: &WorkerCalls) -> Option<Registered> {
     let registered = |fd| {
         let copy = super::pipes::cloexec_copy(fd).ok()?;
         // SAFETY: the `OwnedFd` is this registration's own copy of the descriptor: it stays open,
         // and is the same descriptor, until the `AsyncFd` that owns it is dropped.
         unsafe { AsyncFd::register_with_interest(copy, Interest::READABLE) }.ok()
     };
-    let mut fds = flight.wake_fds().into_iter();
+    let mut fds = calls.wake_fds().into_iter();
     let socket = registered(fds.next()?)?;
     Some(Registered { socket, exit: fds.next().and_then(registered) })
 }
 
-/// Waits until `fd` is readable, and clears the readiness seen.
+/// Waits until `fd` is readable, and clears the readiness seen: a reply that comes after the
+/// replies are next looked for wakes the next wait.
 async fn clear(fd: &AsyncFd<OwnedFd>) {
     match fd.readable().await {
         Ok(mut ready) => ready.clear_ready(),

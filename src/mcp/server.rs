@@ -25,7 +25,7 @@ use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 
-use super::in_flight::Watches;
+use super::in_flight::{self, WorkerPipe};
 use super::pipes;
 use super::stdio::{self, CallTurn};
 use super::watch::{Listeners, ToolWatch};
@@ -34,7 +34,7 @@ use super::wire::RawArguments;
 use crate::call::{CallRecord, CallRequest};
 use crate::code_mode::{self, ToolsAs};
 use crate::error::{Error, ErrorKind, Result};
-use crate::handle::{HostHandle, Sent};
+use crate::handle::HostHandle;
 use crate::schema::{self, Format};
 use crate::spec::ToolSpec;
 
@@ -51,8 +51,8 @@ pub struct McpServer {
     /// Over HTTP: the host's one turn, taken by each call in the order they come, from whichever
     /// session (over standard input and output the transport keeps the order itself).
     pub(super) turns: Option<Arc<tokio::sync::Semaphore>>,
-    /// The worker's descriptors, registered with the event loop of the run that serves.
-    pub(super) watches: Watches,
+    /// The calls out with the worker, on the event loop of the run that serves.
+    pub(super) pipe: WorkerPipe,
 }
 
 impl McpServer {
@@ -64,7 +64,7 @@ impl McpServer {
             tools_as: ToolsAs::Json,
             sessions: None,
             turns: None,
-            watches: Watches::default(),
+            pipe: WorkerPipe::default(),
         }
     }
 
@@ -120,7 +120,7 @@ impl McpServer {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        self.watches = Watches::default();
+        self.pipe = WorkerPipe::default();
         // One thread for the exchange with the one client: a message passes from the input to the
         // SDK, the host (its worker, or its thread in this process) and back to the output without
         // waking another; nothing on it waits for the host.
@@ -130,7 +130,8 @@ impl McpServer {
             .build()
             .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))?;
         let (handle, watch_tools, spawner) = (self.handle.clone(), self.watch_tools, runtime.handle().clone());
-        let ending = self.handle.clone();
+        let (ending, pipe) = (self.handle.clone(), self.pipe.clone());
+        let window = if self.handle.in_worker() { in_flight::DEPTH } else { 1 };
         let started = move |peer| {
             let listeners = Listeners::default();
             listeners.add(peer);
@@ -139,11 +140,46 @@ impl McpServer {
         let outcome = runtime.block_on(async move {
             // Made on the runtime: a descriptor is registered with its event loop.
             let (reader, writer) = streams()?;
-            stdio::serve(self, reader, writer, started, move || ending.kill_worker()).await
+            let end_host = move || {
+                pipe.close();
+                ending.kill_worker();
+            };
+            stdio::serve(self, window, reader, writer, started, end_host).await
         });
         // A read of standard input cannot be cancelled; do not wait for one that never ends.
         runtime.shutdown_background();
         outcome
+    }
+}
+
+/// A call's record to come.
+type Work = std::pin::Pin<Box<dyn std::future::Future<Output = CallRecord> + Send>>;
+
+impl McpServer {
+    /// Hands `call` to the host: to the run's [`WorkerPipe`] when the host is in a worker process
+    /// (with its id there, for a cancellation), else to the host's thread. Nothing waits on the
+    /// host meanwhile.
+    fn start_call(&self, call: CallRequest) -> (Work, Option<u64>) {
+        let lost = |what: &str| CallRecord::failed(String::new(), String::new(), Error::new(ErrorKind::Crashed, what));
+        if self.handle.in_worker() {
+            let submitted = self.pipe.submit(&self.handle, call);
+            let record = submitted.record;
+            let work = async move { record.await.unwrap_or_else(|_| lost("the call was lost with its worker")) };
+            return (Box::pin(work), Some(submitted.id));
+        }
+        // A host in this process: its thread hands the record back to this one.
+        let (sender, record) = tokio::sync::oneshot::channel();
+        match self.handle.send_call_then(call, move |done| drop(sender.send(done))) {
+            Ok(()) => (
+                Box::pin(async move { record.await.unwrap_or_else(|_| lost("the host stopped during the call")) }),
+                None,
+            ),
+            Err(call) => {
+                let handle = self.handle.clone();
+                let work = tokio::task::spawn_blocking(move || handle.run_call(call));
+                (Box::pin(async move { work.await.unwrap_or_else(|_| lost("the host stopped during the call")) }), None)
+            }
+        }
     }
 }
 
@@ -248,39 +284,28 @@ impl ServerHandler for McpServer {
             return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
         }
         let call = CallRequest::new(tool.clone(), arguments);
-        let handle = self.handle.clone();
-        // Held until the host has finished this call: the next call starts only then.
-        let turn: Option<Box<dyn Send>> = match (context.extensions.remove::<Arc<CallTurn>>(), &self.turns) {
-            (Some(turn), _) => Some(Box::new(turn)),
+        let cancelled = || ErrorData::internal_error("the call was cancelled", None);
+        // Over standard input and output the call's turn, held until the host has finished the
+        // call (then the next call starts); over HTTP the host's one turn.
+        let turn = context.extensions.remove::<Arc<CallTurn>>();
+        let permit = match (&turn, &self.turns) {
             (None, Some(turns)) => tokio::select! {
-                taken = Arc::clone(turns).acquire_owned() => taken.ok().map(|permit| Box::new(permit) as Box<dyn Send>),
+                taken = Arc::clone(turns).acquire_owned() => taken.ok(),
                 // Cancelled while it waited: it never ran, and gets no reply.
-                () = context.ct.cancelled() => return Err(ErrorData::internal_error("the call was cancelled", None)),
+                () = context.ct.cancelled() => return Err(cancelled()),
             },
-            (None, None) => None,
+            _ => None,
         };
-        let mut work = match handle.try_send_call(call) {
-            // Its reply awaited on the event loop, with no thread blocked on the worker.
-            Sent::InFlight(flight) => {
-                let watches = self.watches.clone();
-                tokio::spawn(async move { watches.finish(flight).await })
+        if let Some(turn) = &turn {
+            tokio::select! {
+                () = turn.wait_to_submit() => {},
+                () = context.ct.cancelled() => return Err(cancelled()),
             }
-            Sent::Finished(record) => tokio::spawn(std::future::ready(record)),
-            Sent::NotSent(call) => {
-                // A host in this process: its thread hands the record back to this one, with no
-                // thread blocked on it meanwhile.
-                let (sender, record) = tokio::sync::oneshot::channel();
-                match handle.send_call_then(call, move |done| drop(sender.send(done))) {
-                    Ok(()) => tokio::spawn(async move {
-                        record.await.unwrap_or_else(|_| {
-                            let error = Error::new(ErrorKind::Crashed, "the host stopped during the call");
-                            CallRecord::failed(String::new(), String::new(), error)
-                        })
-                    }),
-                    Err(call) => tokio::task::spawn_blocking(move || handle.run_call(call)),
-                }
-            }
-        };
+        }
+        let (mut work, in_pipe) = self.start_call(call);
+        if let Some(turn) = &turn {
+            turn.submitted();
+        }
         let progress = context
             .meta
             .get_progress_token()
@@ -295,24 +320,28 @@ impl ServerHandler for McpServer {
             let _ = progress.await;
         }
         let Some(record) = outcome else {
-            // Cancelled (by the client, or its input closed): no reply is sent. The host runs only
-            // this call until the turn is let go, so interrupting it cannot reach another; it is
-            // interrupted again until it has ended, since an interrupt that comes before the host
-            // has begun the call is forgotten.
-            let handle = self.handle.clone();
+            // Cancelled (by the client, or its input closed): no reply is sent. A call out with the
+            // worker is cancelled by its number there; a host in this process runs only this call
+            // until the turn is let go, so interrupting it cannot reach another. Either is asked
+            // again until the call has ended, since a stop that comes before the host has begun
+            // the call is forgotten.
+            let (handle, pipe) = (self.handle.clone(), self.pipe.clone());
             tokio::spawn(async move {
                 loop {
-                    handle.interrupt();
+                    match in_pipe {
+                        Some(id) if pipe.cancel(id) => break,
+                        Some(_) => {}
+                        None => handle.interrupt(),
+                    }
                     if tokio::time::timeout(STOP_RETRY, &mut work).await.is_ok() {
                         break;
                     }
                 }
-                drop(turn);
+                drop((turn, permit));
             });
-            return Err(ErrorData::internal_error("the call was cancelled", None));
+            return Err(cancelled());
         };
-        drop(turn);
-        let record = record.map_err(|e| ErrorData::internal_error(format!("the host request failed: {e}"), None))?;
+        drop((turn, permit));
         let content = vec![ContentBlock::text(record.model_text())];
         Ok(match &record.result {
             // A value rather than text goes as structured content too, the text beside it.

@@ -1,7 +1,8 @@
 //! `toolhost mcp`'s standard input and output in front of the SDK's service: a
 //! [`Transport`] of its own that reads the input itself (every bad line answered, see
-//! [`super::wire`]), refuses a request id already in flight, hands the SDK one `tools/call` at a
-//! time in arrival order, drops a queued call that is cancelled, stops reading while
+//! [`super::wire`]), refuses a request id already in flight, hands the SDK `tools/call`s in arrival
+//! order (one at a time, or as many as the host takes at once, which it then runs in that order),
+//! drops a queued call that is cancelled, stops reading while
 //! [`MAX_UNANSWERED`] requests wait for their replies to be written (so a client that stops reading
 //! holds up the server, not its memory), and on closed input cancels what runs before the server
 //! ends.
@@ -10,7 +11,7 @@
 //! notifications, and the cancellation token of each request (a reply to a cancelled request is
 //! never sent).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::future::Future;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -53,10 +54,18 @@ struct State {
     /// The requests read and not yet answered, with what each holds of the reader's bounds.
     in_flight: HashMap<RequestId, Permits>,
     queue: VecDeque<(RequestId, ClientJsonRpcMessage)>,
-    /// The call the SDK is running. The next starts as soon as its host work has ended (cancelled
-    /// or not), so a cancellation's interrupt can only reach the call it was meant for, and the
-    /// host runs the next call while this one's reply is still being written.
-    running: Option<RequestId>,
+    /// The calls the SDK is running, at most [`State::window`]. The next starts as soon as one's
+    /// host work has ended (cancelled or not), so the host runs the next call while the last one's
+    /// reply is still being written. With a window of one, a cancellation's interrupt can only reach
+    /// the call it was meant for; a host that takes more at once cancels calls by name.
+    running: Vec<RequestId>,
+    window: usize,
+    /// The turn of each call given to the SDK, in arrival order: its handler hands it to the host
+    /// in this order ([`CallTurn::wait_to_submit`]).
+    next_turn: u64,
+    /// The turn whose call is handed to the host next, and the later turns that will hand none.
+    submit_turn: u64,
+    passed: BTreeSet<u64>,
     to_sdk: Option<mpsc::UnboundedSender<(ClientJsonRpcMessage, Permits)>>,
 }
 
@@ -75,17 +84,46 @@ struct Exchange {
     state: Mutex<State>,
     output: mpsc::UnboundedSender<Outgoing>,
     idle: Notify,
+    /// The turn to hand a call to the host moved on.
+    submit_turns: Notify,
 }
 
-/// A `tools/call`'s turn, carried to the handler in the request's extensions: the handler keeps it
-/// until the host has finished the call.
+/// A `tools/call`'s turn, carried to the handler in the request's extensions: the handler hands
+/// its call to the host in its turn, and keeps it until the host has finished the call.
 pub struct CallTurn {
     exchange: Weak<Exchange>,
     id: RequestId,
+    turn: u64,
+    submitted: std::sync::atomic::AtomicBool,
+}
+
+impl CallTurn {
+    /// Waits until the calls that came before this one were handed to the host (or never will be),
+    /// so the host gets them in arrival order however the SDK's tasks are run.
+    pub async fn wait_to_submit(&self) {
+        let Some(exchange) = self.exchange.upgrade() else { return };
+        loop {
+            let moved = exchange.submit_turns.notified();
+            if exchange.lock().submit_turn >= self.turn {
+                return;
+            }
+            moved.await;
+        }
+    }
+
+    /// This call was handed to the host: the next may be.
+    pub fn submitted(&self) {
+        if !self.submitted.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            if let Some(exchange) = self.exchange.upgrade() {
+                exchange.pass_turn(self.turn);
+            }
+        }
+    }
 }
 
 impl Drop for CallTurn {
     fn drop(&mut self) {
+        self.submitted();
         if let Some(exchange) = self.exchange.upgrade() {
             exchange.work_done(&self.id);
         }
@@ -126,7 +164,7 @@ impl Exchange {
         state.in_flight.insert(id.clone(), permits);
         if !is_call {
             unsent = state.forward(message, Permits::default());
-        } else if state.running.is_none() && state.queue.is_empty() {
+        } else if state.running.len() < state.window && state.queue.is_empty() {
             unsent = self.start(&mut state, id, message);
         } else {
             state.queue.push_back((id, message));
@@ -142,27 +180,44 @@ impl Exchange {
         id: RequestId,
         mut message: ClientJsonRpcMessage,
     ) -> Option<ClientJsonRpcMessage> {
+        let turn = state.next_turn;
+        state.next_turn += 1;
         if let JsonRpcMessage::Request(request) = &mut message {
-            request
-                .request
-                .extensions_mut()
-                .insert(Arc::new(CallTurn { exchange: Arc::downgrade(self), id: id.clone() }));
+            let submitted = std::sync::atomic::AtomicBool::new(false);
+            let turn = CallTurn { exchange: Arc::downgrade(self), id: id.clone(), turn, submitted };
+            request.request.extensions_mut().insert(Arc::new(turn));
         }
-        state.running = Some(id);
+        state.running.push(id);
         state.forward(message, Permits::default())
     }
 
-    /// The running call's host work has ended: the next call starts.
+    /// Call `turn` was handed to the host, or never will be: the turn moves past it and the turns
+    /// passed already.
+    fn pass_turn(&self, turn: u64) {
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        if turn != state.submit_turn {
+            state.passed.insert(turn);
+            return;
+        }
+        state.submit_turn += 1;
+        while state.passed.remove(&state.submit_turn) {
+            state.submit_turn += 1;
+        }
+        drop(guard);
+        self.submit_turns.notify_waiters();
+    }
+
+    /// A running call's host work has ended: the next call starts.
     fn work_done(self: &Arc<Self>, id: &RequestId) {
         let mut unsent = None;
         let mut state = self.lock();
-        if state.running.as_ref() != Some(id) {
-            return;
-        }
-        state.running = None;
+        let Some(at) = state.running.iter().position(|running| running == id) else { return };
+        state.running.swap_remove(at);
         match state.queue.pop_front() {
             Some((next, message)) => unsent = self.start(&mut state, next, message),
-            None => self.idle.notify_waiters(),
+            None if state.running.is_empty() => self.idle.notify_waiters(),
+            None => {}
         }
         drop(state);
         drop(unsent);
@@ -210,7 +265,7 @@ impl Exchange {
         drop(unsent);
     }
 
-    /// The input closed: queued calls are dropped, the running one is cancelled, and the SDK is
+    /// The input closed: queued calls are dropped, the running ones are cancelled, and the SDK is
     /// told there is no more input.
     fn end_of_input(self: &Arc<Self>) {
         let running = {
@@ -221,7 +276,7 @@ impl Exchange {
             }
             state.running.clone()
         };
-        if let Some(id) = running {
+        for id in running {
             self.cancel(id, "the client closed the connection");
         }
         self.lock().to_sdk = None;
@@ -232,7 +287,7 @@ impl Exchange {
         let _ = tokio::time::timeout(limit, async {
             loop {
                 let notified = self.idle.notified();
-                if self.lock().running.is_none() {
+                if self.lock().running.is_empty() {
                     return;
                 }
                 notified.await;
@@ -333,9 +388,10 @@ async fn write_output<W: AsyncWrite + Unpin>(mut writer: W, mut lines: mpsc::Unb
 }
 
 /// Serves `service` on `reader` and `writer` until the input ends, then stops what runs and writes
-/// what is left to write.
+/// what is left to write. `window`: how many calls the SDK may run at once (see [`State::running`]).
 pub async fn serve<S: ServerHandler, Held>(
     service: S,
+    window: usize,
     reader: impl AsyncRead + Send + Unpin + 'static,
     writer: impl AsyncWrite + Send + Unpin + 'static,
     started: impl FnOnce(Peer<RoleServer>) -> Held,
@@ -347,11 +403,16 @@ pub async fn serve<S: ServerHandler, Held>(
         state: Mutex::new(State {
             in_flight: HashMap::new(),
             queue: VecDeque::new(),
-            running: None,
+            running: Vec::new(),
+            window: window.max(1),
+            next_turn: 0,
+            submit_turn: 0,
+            passed: BTreeSet::new(),
             to_sdk: Some(to_sdk),
         }),
         output,
         idle: Notify::new(),
+        submit_turns: Notify::new(),
     });
     let writing = tokio::spawn(write_output(writer, lines));
     tokio::spawn(read_input(reader, Arc::clone(&exchange)));

@@ -1,11 +1,15 @@
 //! The worker process's side (`toolhost worker`, feature `cli`): the host built in the child,
-//! answering the parent's requests over [`WORKER_FD`].
+//! answering the parent's requests over [`WORKER_FD`] in the order they come, and stopping the
+//! one a cancellation on [`WORKER_CONTROL_FD`] names.
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Mutex};
 
-use super::WORKER_FD;
+use super::{WORKER_CONTROL_FD, WORKER_FD};
+use crate::call::CallRecord;
 use crate::error::Error;
 use crate::host::HostBuilder;
 use crate::host_request::{answer, Reply, Request};
@@ -25,11 +29,19 @@ pub fn serve(builder: HostBuilder, rust_tools: bool) -> i32 {
     if rustix::io::fcntl_setfd(&socket, rustix::io::FdFlags::CLOEXEC).is_err() {
         return 1;
     }
+    // SAFETY: as descriptor 3, descriptor 4 is the parent's, owned here alone; it is looked at
+    // before it is taken, so a worker started without it takes nothing.
+    let control = rustix::io::fcntl_getfd(unsafe { std::os::fd::BorrowedFd::borrow_raw(WORKER_CONTROL_FD) })
+        .is_ok()
+        .then(|| unsafe { OwnedFd::from_raw_fd(WORKER_CONTROL_FD) });
+    let Some(control) = control.filter(|fd| rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC).is_ok()) else {
+        return 1;
+    };
     let _ = rustix::stdio::dup2_stdout(rustix::stdio::stderr());
     let socket = UnixStream::from(socket);
     let Ok(writer) = socket.try_clone() else { return 1 };
     if rust_tools {
-        return serve_rust_tools(builder, socket, writer);
+        return serve_rust_tools(builder, socket, writer, control);
     }
     let mut host = match builder.display_to_stderr(true).build() {
         Ok(host) => host,
@@ -41,30 +53,117 @@ pub fn serve(builder: HostBuilder, rust_tools: bool) -> i32 {
     // Ctrl-C at a terminal reaches the worker too (and the parent passes its interrupts on as
     // SIGINT): each one interrupts the running call instead of killing the worker.
     let interrupter = host.interrupter();
-    let _ = ctrlc::set_handler(move || interrupter.interrupt());
+    let on_signal = interrupter.clone();
+    let _ = ctrlc::set_handler(move || on_signal.interrupt());
+    let cancels = Cancels::watch(control, move || interrupter.interrupt());
     let load_errors = host.load_errors().to_vec();
-    answer_requests(socket, writer, load_errors, |request| Some(answer(&mut host, request)))
+    answer_requests(socket, writer, load_errors, &cancels, |request| Some(answer(&mut host, request)))
+}
+
+/// Which request runs, by its number (the first request read is 1), and which ones not yet begun
+/// were cancelled: the parent may send several calls before the first one's reply, and a
+/// cancellation names the one it means, so it can never stop the next.
+#[derive(Default)]
+struct Cancelled {
+    running: Option<u64>,
+    /// The number of the last request begun.
+    begun: u64,
+    /// Requests cancelled before they began: answered without running.
+    before_begun: BTreeSet<u64>,
+}
+
+/// [`Cancelled`], shared with the thread that reads the control socket.
+#[derive(Clone, Default)]
+struct Cancels(Arc<Mutex<Cancelled>>);
+
+/// At most this many cancellations of requests not yet read are kept (a parent sends only ones
+/// of requests it sent, and has at most a few dozen out).
+const MOST_CANCELLED_AHEAD: usize = 4096;
+
+impl Cancels {
+    /// Reads request numbers from `control`, a line each: the running request is interrupted by
+    /// `interrupt`, one not yet begun will be answered without running, one already answered is
+    /// ignored. The thread sleeps in its read between cancellations: a call costs it nothing.
+    fn watch(control: OwnedFd, interrupt: impl Fn() + Send + 'static) -> Cancels {
+        let cancels = Cancels::default();
+        let shared = cancels.clone();
+        let reader = BufReader::new(UnixStream::from(control));
+        let started = std::thread::Builder::new().name("toolhost-worker-cancel".into()).spawn(move || {
+            for line in reader.lines() {
+                let Ok(line) = line else { break };
+                let Ok(number) = line.trim().parse::<u64>() else { continue };
+                let mut cancelled = shared.lock();
+                if cancelled.running == Some(number) {
+                    interrupt();
+                } else if number > cancelled.begun && cancelled.before_begun.len() < MOST_CANCELLED_AHEAD {
+                    cancelled.before_begun.insert(number);
+                }
+            }
+        });
+        if started.is_err() {
+            eprintln!("toolhost worker: cancellations cannot be read; a cancelled call runs to its end");
+        }
+        cancels
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cancelled> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Request `number` begins: false when it was cancelled before, and must not run.
+    fn begin(&self, number: u64) -> bool {
+        let mut cancelled = self.lock();
+        cancelled.begun = number;
+        if cancelled.before_begun.remove(&number) {
+            return false;
+        }
+        cancelled.running = Some(number);
+        true
+    }
+
+    fn end(&self) {
+        self.lock().running = None;
+    }
 }
 
 /// Says the worker is ready (with its load errors), then answers each request read from `socket`
-/// until the other end closes or `reply` has no answer for one. Returns the exit code.
+/// until the other end closes or `reply` has no answer for one; a call cancelled before it began
+/// is answered as such without running. Returns the exit code.
 fn answer_requests(
     socket: UnixStream,
     mut writer: UnixStream,
     load_errors: Vec<Error>,
+    cancels: &Cancels,
     mut reply: impl FnMut(Request) -> Option<Reply>,
 ) -> i32 {
     if !send(&mut writer, &Reply::LoadErrors(load_errors)) {
         return 1;
     }
-    for line in BufReader::new(socket).lines() {
+    for (number, line) in (1..).zip(BufReader::new(socket).lines()) {
         let Ok(line) = line else { break };
-        let Some(answer) = serde_json::from_str::<Request>(&line).ok().and_then(&mut reply) else { break };
+        let Ok(request) = serde_json::from_str::<Request>(&line) else { break };
+        let answer = if cancels.begin(number) {
+            let answer = reply(request);
+            cancels.end();
+            answer
+        } else {
+            Some(not_run(request))
+        };
+        let Some(answer) = answer else { break };
         if !send(&mut writer, &answer) {
             break;
         }
     }
     0
+}
+
+/// The answer to a request cancelled before it began.
+fn not_run(request: Request) -> Reply {
+    let error = Error::tool_failed("the call was cancelled before it began");
+    match request {
+        Request::Call(call) => Reply::Call(Box::new(CallRecord::failed(call.tool, call.arguments, error))),
+        _ => Reply::Eval(Err(error)),
+    }
 }
 
 /// Sends one reply as a JSON line; false when the parent is gone.
@@ -76,7 +175,7 @@ fn send(writer: &mut UnixStream, reply: &Reply) -> bool {
 
 /// [`serve`] with the Rust tools alone (see [`HostBuilder::build_rust_tools`]): calls are
 /// answered; anything else needs the interpreter, and ends the worker.
-fn serve_rust_tools(builder: HostBuilder, socket: UnixStream, writer: UnixStream) -> i32 {
+fn serve_rust_tools(builder: HostBuilder, socket: UnixStream, writer: UnixStream, control: OwnedFd) -> i32 {
     let host = match builder.build_rust_tools() {
         Ok(host) => host,
         Err(e) => {
@@ -85,8 +184,10 @@ fn serve_rust_tools(builder: HostBuilder, socket: UnixStream, writer: UnixStream
         }
     };
     let cancel = host.cancel();
-    let _ = ctrlc::set_handler(move || cancel.cancel());
-    answer_requests(socket, writer, Vec::new(), |request| match request {
+    let on_signal = cancel.clone();
+    let _ = ctrlc::set_handler(move || on_signal.cancel());
+    let cancels = Cancels::watch(control, move || cancel.cancel());
+    answer_requests(socket, writer, Vec::new(), &cancels, |request| match request {
         Request::Call(call) => Some(Reply::Call(Box::new(host.run_call(&call)))),
         Request::LoadErrors => Some(Reply::LoadErrors(Vec::new())),
         // The Rust tools alone never change.

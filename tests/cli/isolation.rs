@@ -317,8 +317,7 @@ fn readable(fds: &[std::os::fd::BorrowedFd<'_>], limit: Duration) -> bool {
 }
 
 #[test]
-fn a_call_sent_without_waiting_holds_the_worker_until_its_reply_is_read_and_one_given_up_ends_it() {
-    use toolhost::handle::Sent;
+fn calls_sent_without_waiting_hold_the_worker_until_their_replies_are_read_in_order_and_ones_given_up_end_it() {
     use toolhost::{CallRequest, HostHandle};
     let dir = workspace(&[]);
     let tools = tempfile::tempdir().unwrap();
@@ -326,25 +325,94 @@ fn a_call_sent_without_waiting_holds_the_worker_until_its_reply_is_read_and_one_
     let home = tempfile::tempdir().unwrap();
     let handle = HostHandle::spawn_worker(spec(dir.path(), tools.path(), home.path())).expect("worker starts");
 
-    let Sent::InFlight(mut flight) = handle.try_send_call(CallRequest::new("echo", r#"{"x": "first"}"#)) else {
-        panic!("a call to an idle worker is sent at once");
-    };
-    // While the reply is out, the worker takes nothing else: a second call is not sent, and
-    // another thread's request waits for the first reply to be read.
-    assert!(matches!(handle.try_send_call(CallRequest::new("echo", r#"{"x": "no"}"#)), Sent::NotSent(_)));
+    let mut calls = handle.try_lend_worker().expect("an idle worker is lent at once");
+    for x in ["first", "second", "third"] {
+        calls.send(CallRequest::new("echo", format!(r#"{{"x": "{x}"}}"#))).expect("sent");
+    }
+    assert_eq!(calls.len(), 3);
+    // While it is lent, the worker takes nothing else: it is not lent twice, and another thread's
+    // request waits for it to be given back.
+    assert!(handle.try_lend_worker().is_none());
     let other = handle.clone();
-    let waiting = std::thread::spawn(move || other.call("echo", r#"{"x": "second"}"#));
-    assert!(readable(&flight.wake_fds(), Duration::from_secs(20)), "the reply wakes a wait on the worker");
-    assert!(flight.reply_ready());
-    assert_eq!(flight.finish().model_text(), "first");
-    assert_eq!(waiting.join().unwrap().model_text(), "second");
+    let waiting = std::thread::spawn(move || other.call("echo", r#"{"x": "fourth"}"#));
+    assert!(readable(&calls.wake_fds(), Duration::from_secs(20)), "a reply wakes a wait on the worker");
+    assert!(calls.reply_ready());
+    let texts: Vec<String> = (0..3).map(|_| calls.finish_next().expect("a call is out").model_text()).collect();
+    assert_eq!(texts, ["first", "second", "third"], "the replies come in the order the calls were sent");
+    assert!(calls.finish_next().is_none());
+    assert!(calls.others_waiting(), "the other thread's request waits for the worker");
+    drop(calls);
+    assert_eq!(waiting.join().unwrap().model_text(), "fourth");
 
-    // A call given up unfinished ends its worker; the next call runs in a fresh one.
+    // Calls given up unfinished end their worker; the next call runs in a fresh one.
     let before = handle.worker_pid();
-    let Sent::InFlight(flight) = handle.try_send_call(CallRequest::new("spin", "{}")) else { panic!("sent") };
-    drop(flight);
+    let mut calls = handle.try_lend_worker().expect("lent");
+    calls.send(CallRequest::new("spin", "{}")).expect("sent");
+    drop(calls);
     let record = handle.call("echo", r#"{"x": "after"}"#);
     assert_eq!(record.model_text(), "after");
     assert_ne!(handle.worker_pid(), before, "a fresh worker took the next call");
     assert!(before.is_some_and(common::is_gone), "the worker of the call given up was ended");
+}
+
+#[test]
+fn a_cancellation_stops_the_call_it_names_and_no_other() {
+    use toolhost::{CallRequest, HostHandle};
+    let dir = workspace(&[]);
+    let tools = tempfile::tempdir().unwrap();
+    write(tools.path(), "t.scm", TOOLS);
+    let home = tempfile::tempdir().unwrap();
+    let handle = HostHandle::spawn_worker(spec(dir.path(), tools.path(), home.path())).expect("worker starts");
+    let worker = handle.worker_pid();
+
+    let mut calls = handle.try_lend_worker().expect("lent");
+    let spin = calls.send(CallRequest::new("spin", "{}")).expect("sent");
+    let skipped = calls.send(CallRequest::new("echo", r#"{"x": "skipped"}"#)).expect("sent");
+    let kept = calls.send(CallRequest::new("echo", r#"{"x": "kept"}"#)).expect("sent");
+    assert!(spin < skipped && skipped < kept, "calls are numbered in the order sent");
+    let canceller = calls.canceller().expect("a worker runs");
+    // The call behind the spinning one is cancelled before it begins; the spinning one is stopped
+    // (asked again until it has, as a stop that comes before its code began is forgotten).
+    canceller.cancel(skipped);
+    let started = std::time::Instant::now();
+    while !readable(&calls.wake_fds(), Duration::from_millis(100)) {
+        canceller.cancel(spin);
+        assert!(started.elapsed() < Duration::from_secs(20), "the spinning call was not stopped");
+    }
+    let stopped = calls.finish_next().expect("out");
+    assert!(stopped.result.is_err(), "the spinning call was stopped: {}", stopped.model_text());
+    assert!(started.elapsed() < Duration::from_secs(10), "stopped long before its 30 s deadline");
+    let not_run = calls.finish_next().expect("out");
+    assert!(not_run.model_text().contains("cancelled before it began"), "{}", not_run.model_text());
+    assert_eq!(calls.finish_next().expect("out").model_text(), "kept", "the call after them ran as sent");
+    // A cancellation of a call already answered stops nothing later.
+    calls.send(CallRequest::new("echo", r#"{"x": "later"}"#)).expect("sent");
+    canceller.cancel(kept);
+    assert_eq!(calls.finish_next().expect("out").model_text(), "later");
+    drop(calls);
+    assert_eq!(handle.worker_pid(), worker, "the same worker ran them all");
+}
+
+#[test]
+fn calls_sent_behind_one_that_crashes_its_worker_never_began_and_are_given_back_to_send_again() {
+    use toolhost::{CallRequest, ErrorKind, HostHandle};
+    let dir = workspace(&[]);
+    let tools = tempfile::tempdir().unwrap();
+    write(tools.path(), "t.scm", TOOLS);
+    let home = tempfile::tempdir().unwrap();
+    let handle = HostHandle::spawn_worker(spec(dir.path(), tools.path(), home.path())).expect("worker starts");
+
+    let mut calls = handle.try_lend_worker().expect("lent");
+    calls.send(CallRequest::new("deep", "{}")).expect("sent");
+    calls.send(CallRequest::new("echo", r#"{"x": "behind"}"#)).expect("sent");
+    let crashed = calls.finish_next().expect("out");
+    assert_eq!(crashed.result.as_ref().err().map(|e| e.kind()), Some(ErrorKind::Crashed), "{}", crashed.model_text());
+    assert!(!calls.worker_runs());
+    let unrun = calls.take_unrun();
+    assert_eq!(unrun.len(), 1);
+    assert_eq!(unrun[0].arguments, r#"{"x": "behind"}"#);
+    // Sent again, the call runs in a fresh worker.
+    calls.start_worker().expect("a fresh worker starts");
+    calls.send(unrun.into_iter().next().unwrap()).expect("sent");
+    assert_eq!(calls.finish_next().expect("out").model_text(), "behind");
 }

@@ -506,6 +506,29 @@ fn a_cancelled_call_stops_at_once_and_a_queued_one_never_runs_and_neither_is_ans
     );
 }
 
+/// Calls that come while another runs are sent to the worker behind it; cancelling the running
+/// call stops it and no other (a cancellation names its call), and the ones behind it run in order,
+/// in the same worker.
+#[test]
+fn a_cancelled_call_stops_alone_and_the_calls_sent_behind_it_run_in_order() {
+    let (dir, home) = raw_workspace();
+    std::fs::write(dir.path().join("slow.toml"), "[limits]\nscheme_call_s = 600\n").unwrap();
+    let mut raw = Raw::start(&home, dir.path(), &["--config", "slow.toml", "--tools", "tools"]);
+    raw.call(1, "spin", json!({}));
+    let server = raw.child.id();
+    let worker = *children_of(server).first().expect("toolhost mcp runs its tools in a worker");
+    let before = cpu_ticks(worker);
+    common::eventually("the loop to run in the worker", || cpu_ticks(worker) > before + 20);
+    for n in 2..=7 {
+        raw.call(n, "fs-write", json!({"path": "order.txt", "content": format!("v{n}")}));
+    }
+    raw.cancel(1);
+    assert_eq!(raw.next_result_ids(6), (2..=7).collect::<Vec<_>>(), "every call behind it ran, in order");
+    assert_eq!(std::fs::read_to_string(dir.path().join("order.txt")).unwrap(), "v7");
+    assert_eq!(children_of(server), [worker], "the cancellation stopped the call, not its worker");
+    assert!(raw.seen.iter().all(|m| m["id"] != 1), "the cancelled call was answered: {:?}", raw.seen);
+}
+
 /// A reply from the worker longer than the server's glance at it (16 KiB) is read off the event
 /// loop and arrives whole, calls before and after it answered as usual.
 #[test]
@@ -560,8 +583,15 @@ fn a_worker_started_while_serving_holds_none_of_the_clients_pipes() {
     assert!(!held.is_empty(), "the worker's descriptors are readable");
     let leaked: Vec<&String> = held.iter().filter(|d| clients_pipes.contains(d)).collect();
     assert!(leaked.is_empty(), "the worker holds the client's pipes {leaked:?} (server's pipes: {clients_pipes:?})");
-    let sockets: std::collections::BTreeSet<&String> = held.iter().filter(|d| d.starts_with("socket:")).collect();
-    assert_eq!(sockets.len(), 1, "the worker holds its own socket and no other: {held:?}");
+    // Its own sockets are the ones on descriptors 3 (requests and replies) and 4 (cancellations).
+    let own: std::collections::BTreeSet<String> = [3, 4]
+        .iter()
+        .filter_map(|fd| std::fs::read_link(format!("/proc/{fresh}/fd/{fd}")).ok())
+        .map(|target| target.display().to_string())
+        .collect();
+    assert_eq!(own.len(), 2, "{held:?}");
+    let sockets: std::collections::BTreeSet<String> = held.into_iter().filter(|d| d.starts_with("socket:")).collect();
+    assert_eq!(sockets, own, "the worker holds its own sockets and no other");
 }
 
 #[test]
