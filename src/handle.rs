@@ -128,6 +128,21 @@ impl WorkerCalls {
         Ok(number)
     }
 
+    /// [`WorkerCalls::send`] for a call the sender expects the next one to follow at once (calls
+    /// one at a time in a tight loop): the worker looks for it a moment before it sleeps.
+    ///
+    /// # Errors
+    /// As [`WorkerCalls::send`].
+    pub fn send_expecting_more(&mut self, call: CallRequest) -> std::result::Result<u64, Box<CallRecord>> {
+        let Some(worker) = self.worker.as_mut() else {
+            return Err(Box::new(CallRecord::failed(call.tool, call.arguments, stopped())));
+        };
+        let sent = worker.send_call_expecting_more(call)?;
+        let number = sent.number();
+        self.out.push_back(sent);
+        Ok(number)
+    }
+
     /// How many calls are out, their replies not read yet.
     pub fn len(&self) -> usize {
         self.out.len()

@@ -68,6 +68,11 @@ pub const WORKER_FD: i32 = 3;
 /// signal, cannot stop the wrong one.
 pub const WORKER_CONTROL_FD: i32 = 4;
 
+/// Sent before a request's JSON when the sender expects the next request right after its reply
+/// (calls one at a time in a tight loop): the worker then looks for it for a moment before it
+/// sleeps, since waking it would cost more than the call.
+pub const LOOK_FOR_NEXT_MARK: char = '+';
+
 /// How a worker is started and what bounds it.
 #[derive(Debug, Clone)]
 pub struct WorkerSpec {
@@ -490,8 +495,13 @@ impl WorkerHandle {
     /// Sends `request` to the live worker, its CPU backstop set for a reply by `deadline`: the
     /// request's number.
     fn send(&mut self, request: &Request, deadline: Instant) -> Result<u64> {
+        self.send_marked(request, deadline, false)
+    }
+
+    /// [`WorkerHandle::send`], marked with [`LOOK_FOR_NEXT_MARK`] when `look_for_next`.
+    fn send_marked(&mut self, request: &Request, deadline: Instant, look_for_next: bool) -> Result<u64> {
         let Some(live) = self.live.as_mut() else { return Err(crashed("no worker runs".into())) };
-        live.send(request, deadline.saturating_duration_since(Instant::now()))
+        live.send(request, deadline.saturating_duration_since(Instant::now()), look_for_next)
     }
 
     /// Reads the reply to the request sent last, by `deadline`.
@@ -535,13 +545,30 @@ impl WorkerHandle {
     /// # Errors
     /// The call's record, when it could not be sent (no worker starts, or it died).
     pub fn send_call(&mut self, call: CallRequest) -> std::result::Result<SentCall, Box<CallRecord>> {
+        self.send_call_marked(call, false)
+    }
+
+    /// [`WorkerHandle::send_call`] for a call that the sender expects the next one to follow at
+    /// once: the worker looks for it a moment before it sleeps ([`LOOK_FOR_NEXT_MARK`]).
+    ///
+    /// # Errors
+    /// As [`WorkerHandle::send_call`].
+    pub fn send_call_expecting_more(&mut self, call: CallRequest) -> std::result::Result<SentCall, Box<CallRecord>> {
+        self.send_call_marked(call, true)
+    }
+
+    fn send_call_marked(
+        &mut self,
+        call: CallRequest,
+        look_for_next: bool,
+    ) -> std::result::Result<SentCall, Box<CallRecord>> {
         let started = Instant::now();
         let request = Request::Call(call);
         let sent = if self.live.is_none() { self.start() } else { Ok(()) };
         // The deadline counts from the call's sending, not from a worker's start before it.
         let allowed = self.spec.deadline(&request) + self.spec.grace;
         let deadline = Instant::now() + allowed;
-        let sent = sent.and_then(|()| self.send(&request, deadline));
+        let sent = sent.and_then(|()| self.send_marked(&request, deadline, look_for_next));
         self.forget_if_failed(&sent);
         let Request::Call(call) = request else { unreachable!("the request was made a call above") };
         match sent {
@@ -664,15 +691,16 @@ fn bound_cpu(pid: u32, limit: Duration) {
 
 impl Live {
     /// Writes `request` to the worker, whose reply is due within `limit`: its number.
-    fn send(&mut self, request: &Request, limit: Duration) -> Result<u64> {
+    fn send(&mut self, request: &Request, limit: Duration, look_for_next: bool) -> Result<u64> {
         self.bound(limit);
         self.stderr.forget();
-        let mut line = serde_json::to_string(request).map_err(|e| crashed(format!("cannot send the request: {e}")))?;
-        line.push('\n');
-        self.to_worker
-            .write_all(line.as_bytes())
-            .and_then(|()| self.to_worker.flush())
-            .map_err(|_| crashed(died(self)))?;
+        let mut line = Vec::with_capacity(256);
+        if look_for_next {
+            line.push(LOOK_FOR_NEXT_MARK as u8);
+        }
+        serde_json::to_writer(&mut line, request).map_err(|e| crashed(format!("cannot send the request: {e}")))?;
+        line.push(b'\n');
+        self.to_worker.write_all(&line).and_then(|()| self.to_worker.flush()).map_err(|_| crashed(died(self)))?;
         self.sent += 1;
         Ok(self.sent)
     }

@@ -35,6 +35,26 @@ pub(super) const DEPTH: usize = 8;
 const SMALL_CALL: usize = 16 * 1024;
 const MOST_BYTES_OUT: usize = 64 * 1024;
 
+/// How long the server looks for the reply of a call out alone before its event loop sleeps, when
+/// the last such calls were answered within that time: waking the loop costs more than a quick call
+/// where an idle core takes tens of microseconds to wake (a virtual machine's). Looking costs at most
+/// this long a call, only while calls are answered this fast, and yields the core between looks.
+const LOOK_FOR_REPLY: Duration = Duration::from_micros(150);
+
+/// Whether the whole of `calls`' next reply comes within `limit`, looking (at least once) until then.
+fn reply_within(calls: &mut WorkerCalls, limit: Duration) -> bool {
+    let until = Instant::now() + limit;
+    loop {
+        if calls.reply_whole() {
+            return true;
+        }
+        if Instant::now() >= until || calls.reply_ready() {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+}
+
 /// The calls of one server run, in the order submitted; a task on the run's event loop sends them
 /// to the worker and reads the replies. Cloned, it is the same pipe.
 #[derive(Clone, Default)]
@@ -151,8 +171,12 @@ async fn drive(pipe: WorkerPipe, handle: HostHandle) {
     let mut calls: Option<WorkerCalls> = None;
     let mut watched: Option<(u64, Registered)> = None;
     let mut timer: Option<Pin<Box<Sleep>>> = None;
+    // How many calls in a row were out alone and answered within `LOOK_FOR_REPLY`: calls one at a
+    // time in a tight loop. (With calls sent ahead, the loop has other work, and a look would
+    // take a core from the worker.)
+    let mut quick_in_a_row = 0;
     loop {
-        let next = pipe.send_what_may_go(calls.as_mut());
+        let next = pipe.send_what_may_go(calls.as_mut(), quick_in_a_row >= 2);
         match next {
             Next::End => {
                 pipe.lock().driving = false;
@@ -185,6 +209,17 @@ async fn drive(pipe: WorkerPipe, handle: HostHandle) {
         if timer.deadline() != deadline.into() {
             timer.as_mut().reset(deadline.into());
         }
+        // A quick call's reply is looked for before the loop sleeps, as the worker looks for the
+        // next call (see `LOOK_FOR_REPLY`).
+        let waiting_since = Instant::now();
+        let alone = lent.len() == 1 && pipe.lock().queued.is_empty();
+        if !alone {
+            quick_in_a_row = 0;
+        } else if quick_in_a_row >= 2 && reply_within(lent, LOOK_FOR_REPLY) {
+            quick_in_a_row += 1;
+            pipe.read_replies(lent);
+            continue;
+        }
         let readable = async {
             match &watched {
                 None => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -201,12 +236,11 @@ async fn drive(pipe: WorkerPipe, handle: HostHandle) {
             // Another call to send (a reply that came meanwhile keeps its readiness).
             () = pipe.0.wake.notified() => continue,
         }
-        // Every whole reply is read here; anything that may mean waiting on a blocking thread.
-        while lent.reply_whole() {
-            if let Some(record) = lent.finish_next() {
-                pipe.deliver(record);
-            }
+        if alone {
+            quick_in_a_row = if waiting_since.elapsed() <= LOOK_FOR_REPLY { quick_in_a_row + 1 } else { 0 };
         }
+        // Every whole reply is read here; anything that may mean waiting on a blocking thread.
+        pipe.read_replies(lent);
         let overdue = lent.deadline().is_some_and(|deadline| Instant::now() >= deadline);
         if !lent.is_empty() && (overdue || lent.reply_ready()) {
             calls = pipe.finish_waiting(calls.take()).await;
@@ -215,8 +249,10 @@ async fn drive(pipe: WorkerPipe, handle: HostHandle) {
 }
 
 impl WorkerPipe {
-    /// Sends the queued calls that may go now to `calls`' worker, and says what is next.
-    fn send_what_may_go(&self, calls: Option<&mut WorkerCalls>) -> Next {
+    /// Sends the queued calls that may go now to `calls`' worker, and says what is next. `in_a_row`:
+    /// calls come one at a time in a tight loop, so the worker is told to look for the next one
+    /// after a call sent alone.
+    fn send_what_may_go(&self, calls: Option<&mut WorkerCalls>, in_a_row: bool) -> Next {
         let mut state = self.lock();
         let out = calls.as_ref().map_or(0, |calls| calls.len());
         if state.closed && out == 0 {
@@ -243,7 +279,8 @@ impl WorkerPipe {
             }
             let Some(mut waiting) = state.queued.pop_front() else { break };
             let Some(call) = waiting.call.take() else { continue };
-            match calls.send(call) {
+            let alone = in_a_row && !behind && state.queued.is_empty();
+            match if alone { calls.send_expecting_more(call) } else { calls.send(call) } {
                 Ok(number) => {
                     waiting.sent_as = Some((calls.worker_started(), number));
                     state.sent.push_back(waiting);
@@ -260,6 +297,15 @@ impl WorkerPipe {
             (true, true) => Next::Idle,
             // None runs: one is started for them.
             (true, false) => Next::NeedWorker,
+        }
+    }
+
+    /// Reads every whole reply that came, and hands each record to its call.
+    fn read_replies(&self, calls: &mut WorkerCalls) {
+        while calls.reply_whole() {
+            if let Some(record) = calls.finish_next() {
+                self.deliver(record);
+            }
         }
     }
 
