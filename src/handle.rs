@@ -18,12 +18,14 @@ use crate::call::{CallRecord, CallRequest};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host::{HostBuilder, Interrupter};
 pub use crate::host_request::{answer, Reply, Request};
+use crate::host_request::{not_run, Cancels};
 use crate::schema::Format;
 use crate::spec::SpecSet;
 use crate::worker::{Canceller, SentCall, WorkerHandle};
 
-/// A request for the host's thread, and what to do with its reply there.
-type Envelope = (Request, Box<dyn FnOnce(Reply) + Send>);
+/// A request for the host's thread, its number among the calls handed over without waiting (0
+/// for a request that is not numbered), and what to do with its reply there.
+type Envelope = (u64, Request, Box<dyn FnOnce(Reply) + Send>);
 
 /// A `Send + Sync + Clone` way to a host that lives on its own thread.
 ///
@@ -56,9 +58,39 @@ struct Lanes {
 #[derive(Clone)]
 enum Backend {
     /// The host's own thread (the engine is not `Send`).
-    Thread(mpsc::Sender<Envelope>),
+    Thread(Arc<HostThread>),
     /// A worker process, spoken to from the requesting thread, one request at a time.
     Worker(Arc<WorkerSlot>),
+}
+
+/// The way to a host on a thread of its own.
+struct HostThread {
+    /// The channel to the thread, and the number of the last call sent numbered: behind one lock,
+    /// so the numbers follow the channel's order.
+    sender: Mutex<(mpsc::Sender<Envelope>, u64)>,
+    /// Which numbered call runs, and which ones not yet begun were cancelled.
+    cancels: Cancels,
+}
+
+impl HostThread {
+    /// Sends `request` to the thread, numbered if `numbered`: its number (0 when not numbered).
+    fn send(&self, request: Request, numbered: bool, reply: Box<dyn FnOnce(Reply) + Send>) -> Result<u64> {
+        let mut sender = self.sender.lock().map_err(|_| stopped())?;
+        let number = if numbered { sender.1 + 1 } else { 0 };
+        sender.0.send((number, request, reply)).map_err(|mpsc::SendError((_, request, reply))| {
+            // Answered here, as the thread would have: it has stopped.
+            let (tool, arguments) = match request {
+                Request::Call(call) => (call.tool, call.arguments),
+                _ => (String::new(), String::new()),
+            };
+            reply(Reply::Call(Box::new(CallRecord::failed(tool, arguments, stopped()))));
+            stopped()
+        })?;
+        if numbered {
+            sender.1 = number;
+        }
+        Ok(number)
+    }
 }
 
 /// A worker process, lent out while calls sent with [`WorkerCalls`] wait for their replies:
@@ -268,6 +300,8 @@ impl HostHandle {
     pub fn spawn(builder: HostBuilder) -> Result<HostHandle> {
         let (ready_tx, ready_rx) = mpsc::channel::<Result<Interrupter>>();
         let (sender, receiver) = mpsc::channel::<Envelope>();
+        let cancels = Cancels::default();
+        let shared = cancels.clone();
         thread::Builder::new()
             .name("toolhost-host".into())
             .stack_size(HOST_STACK_BYTES)
@@ -282,13 +316,26 @@ impl HostHandle {
                 if ready_tx.send(Ok(host.interrupter())).is_err() {
                     return;
                 }
-                for (request, reply) in receiver {
-                    reply(answer(&mut host, request));
+                for (number, request, reply) in receiver {
+                    if number == 0 {
+                        reply(answer(&mut host, request));
+                    } else if cancels.begin(number) {
+                        let answered = answer(&mut host, request);
+                        cancels.end();
+                        reply(answered);
+                    } else {
+                        reply(not_run(request));
+                    }
                 }
             })
             .map_err(|e| Error::tool_failed(format!("cannot start the host thread: {e}")))?;
         let interrupter = ready_rx.recv().map_err(|_| stopped())??;
-        Ok(HostHandle { host: Backend::Thread(sender), interrupter: Interrupt::Here(interrupter), lanes: None })
+        let thread = HostThread { sender: Mutex::new((sender, 0)), cancels: shared };
+        Ok(HostHandle {
+            host: Backend::Thread(Arc::new(thread)),
+            interrupter: Interrupt::Here(interrupter),
+            lanes: None,
+        })
     }
 
     /// Lets [`HostHandle::run_calls`] run calls on up to `most` hosts at once (this one
@@ -385,12 +432,12 @@ impl HostHandle {
     /// `timeout` when the worker died or overran (an evaluation's reply carries these instead).
     pub fn request(&self, request: Request) -> Result<Reply> {
         match &self.host {
-            Backend::Thread(sender) => {
+            Backend::Thread(thread) => {
                 let (reply_tx, reply_rx) = mpsc::channel();
                 let reply = Box::new(move |reply| {
                     let _ = reply_tx.send(reply);
                 });
-                sender.send((request, reply)).map_err(|_| stopped())?;
+                thread.send(request, false, reply)?;
                 reply_rx.recv().map_err(|_| stopped())
             }
             Backend::Worker(slot) => {
@@ -441,7 +488,9 @@ impl HostHandle {
     /// its input (a channel's sender in `then`: it runs on the host's thread, which does nothing
     /// else until it returns). A host that has stopped gives `then` a `crashed` record at once.
     /// The call comes back when the host is not on a thread of this process (see
-    /// [`HostHandle::try_lend_worker`] for a worker's).
+    /// [`HostHandle::try_lend_worker`] for a worker's). Several calls may be handed over before the
+    /// first one's record comes: the host runs them in the order handed over, and
+    /// [`HostHandle::cancel_handed_over`] cancels one by the number returned here.
     ///
     /// ```
     /// let dir = tempfile::tempdir().unwrap();
@@ -459,18 +508,23 @@ impl HostHandle {
         &self,
         call: CallRequest,
         then: impl FnOnce(CallRecord) + Send + 'static,
-    ) -> std::result::Result<(), CallRequest> {
-        let Backend::Thread(sender) = &self.host else { return Err(call) };
+    ) -> std::result::Result<u64, CallRequest> {
+        let Backend::Thread(thread) = &self.host else { return Err(call) };
         let (tool, arguments) = (call.tool.clone(), call.arguments.clone());
         let reply: Box<dyn FnOnce(Reply) + Send> = Box::new(move |reply| then(call_record(Ok(reply), tool, arguments)));
-        if let Err(mpsc::SendError((request, reply))) = sender.send((Request::Call(call), reply)) {
-            let (tool, arguments) = match request {
-                Request::Call(call) => (call.tool, call.arguments),
-                _ => (String::new(), String::new()),
-            };
-            reply(Reply::Call(Box::new(CallRecord::failed(tool, arguments, stopped()))));
+        // A thread that stopped has given `then` its record already.
+        Ok(thread.send(Request::Call(call), true, reply).unwrap_or(0))
+    }
+
+    /// Cancels call `number` handed to the host's thread with [`HostHandle::send_call_then`]: it
+    /// is interrupted if it runs, answered without running if it has not begun, and left alone if
+    /// it was answered. The interrupt may come before the call's code began, and be forgotten: ask
+    /// again until its record has come. (Calls out with a worker process are cancelled by their
+    /// [`Canceller`].)
+    pub fn cancel_handed_over(&self, number: u64) {
+        if let (Backend::Thread(thread), Interrupt::Here(interrupter)) = (&self.host, &self.interrupter) {
+            thread.cancels.cancel(number, || interrupter.interrupt());
         }
-        Ok(())
     }
 
     /// Calls `tool` with arguments as a model sent them, as JSON text.

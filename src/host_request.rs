@@ -2,6 +2,8 @@
 //! serializable data: the same conversation runs with a host on a thread and over the pipe to a
 //! worker process.
 
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -95,5 +97,71 @@ pub fn answer(host: &mut Host, request: Request) -> Reply {
         Request::ToolPaths => Reply::Paths(host.tool_paths()),
         Request::ConcurrentTools => Reply::Names(host.concurrent_tools()),
         Request::ToolChanges => Reply::Count(host.tool_changes()),
+    }
+}
+
+/// Which numbered request a host runs, and which ones not yet begun were cancelled. A sender that
+/// hands a host several calls before the first one's reply numbers them in the order sent (the
+/// first is 1), and a cancellation names the one it means: it stops that call if it runs, has it
+/// answered without running if it has not begun, and can never stop the next one, as an interrupt
+/// sent a moment late would. Shared between whoever answers the requests and whoever cancels.
+#[derive(Clone, Default)]
+pub(crate) struct Cancels(Arc<Mutex<Cancelled>>);
+
+#[derive(Default)]
+struct Cancelled {
+    running: Option<u64>,
+    /// The number of the last request begun.
+    begun: u64,
+    /// Requests cancelled before they began.
+    before_begun: BTreeSet<u64>,
+}
+
+/// At most this many cancellations of requests not yet begun are kept (a sender cancels only
+/// requests it sent, and has at most a few dozen out).
+const MOST_CANCELLED_AHEAD: usize = 4096;
+
+impl Cancels {
+    fn lock(&self) -> MutexGuard<'_, Cancelled> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Cancels request `number`: `interrupt` stops it if it runs; if it has not begun it will not
+    /// run; if it was answered already, nothing happens. A stop that comes just before the request's
+    /// code begins may be forgotten (the host forgets interrupts between requests): ask again
+    /// until its answer has come.
+    pub(crate) fn cancel(&self, number: u64, interrupt: impl FnOnce()) {
+        let mut cancelled = self.lock();
+        if cancelled.running == Some(number) {
+            interrupt();
+        } else if number > cancelled.begun && cancelled.before_begun.len() < MOST_CANCELLED_AHEAD {
+            cancelled.before_begun.insert(number);
+        }
+    }
+
+    /// Request `number` begins: false when it was cancelled before, and must not run (answer it
+    /// with [`not_run`]).
+    pub(crate) fn begin(&self, number: u64) -> bool {
+        let mut cancelled = self.lock();
+        cancelled.begun = number;
+        if cancelled.before_begun.remove(&number) {
+            return false;
+        }
+        cancelled.running = Some(number);
+        true
+    }
+
+    /// The running request has been answered.
+    pub(crate) fn end(&self) {
+        self.lock().running = None;
+    }
+}
+
+/// The answer to a request cancelled before it began.
+pub(crate) fn not_run(request: Request) -> Reply {
+    let error = Error::tool_failed("the call was cancelled before it began");
+    match request {
+        Request::Call(call) => Reply::Call(Box::new(CallRecord::failed(call.tool, call.arguments, error))),
+        _ => Reply::Eval(Err(error)),
     }
 }

@@ -26,7 +26,8 @@ use crate::error::{Error, ErrorKind};
 use crate::handle::{HostHandle, WorkerCalls};
 use crate::worker::Canceller;
 
-/// At most this many calls are out with the worker at once.
+/// At most this many calls are out with the worker at once (and handed to the SDK, whichever the
+/// host: see the `stdio` module).
 pub(super) const DEPTH: usize = 8;
 
 /// A call is sent behind others only if its request is at most this long, and the requests out

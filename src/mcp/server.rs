@@ -131,7 +131,6 @@ impl McpServer {
             .map_err(|e| Error::tool_failed(format!("cannot start the MCP server runtime: {e}")))?;
         let (handle, watch_tools, spawner) = (self.handle.clone(), self.watch_tools, runtime.handle().clone());
         let (ending, pipe) = (self.handle.clone(), self.pipe.clone());
-        let window = if self.handle.in_worker() { in_flight::DEPTH } else { 1 };
         let started = move |peer| {
             let listeners = Listeners::default();
             listeners.add(peer);
@@ -144,7 +143,7 @@ impl McpServer {
                 pipe.close();
                 ending.kill_worker();
             };
-            stdio::serve(self, window, reader, writer, started, end_host).await
+            stdio::serve(self, in_flight::DEPTH, reader, writer, started, end_host).await
         });
         // A read of standard input cannot be cancelled; do not wait for one that never ends.
         runtime.shutdown_background();
@@ -155,31 +154,36 @@ impl McpServer {
 /// A call's record to come.
 type Work = std::pin::Pin<Box<dyn std::future::Future<Output = CallRecord> + Send>>;
 
+/// How a call handed to the host is cancelled.
+#[derive(Clone, Copy)]
+enum Stop {
+    /// By its id in the run's [`WorkerPipe`].
+    InPipe(u64),
+    /// By its number on the host's thread ([`HostHandle::cancel_handed_over`]).
+    OnThread(u64),
+}
+
 impl McpServer {
-    /// Hands `call` to the host: to the run's [`WorkerPipe`] when the host is in a worker process
-    /// (with its id there, for a cancellation), else to the host's thread. Nothing waits on the
-    /// host meanwhile.
-    fn start_call(&self, call: CallRequest) -> (Work, Option<u64>) {
+    /// Hands `call` to the host: to the run's [`WorkerPipe`] when the host is in a worker process,
+    /// else to the host's thread. Nothing waits on the host meanwhile; either runs the calls handed
+    /// over in that order, and cancels one by what is returned beside its record.
+    fn start_call(&self, call: CallRequest) -> (Work, Stop) {
         let lost = |what: &str| CallRecord::failed(String::new(), String::new(), Error::new(ErrorKind::Crashed, what));
         if self.handle.in_worker() {
             let submitted = self.pipe.submit(&self.handle, call);
             let record = submitted.record;
             let work = async move { record.await.unwrap_or_else(|_| lost("the call was lost with its worker")) };
-            return (Box::pin(work), Some(submitted.id));
+            return (Box::pin(work), Stop::InPipe(submitted.id));
         }
         // A host in this process: its thread hands the record back to this one.
         let (sender, record) = tokio::sync::oneshot::channel();
-        match self.handle.send_call_then(call, move |done| drop(sender.send(done))) {
-            Ok(()) => (
-                Box::pin(async move { record.await.unwrap_or_else(|_| lost("the host stopped during the call")) }),
-                None,
-            ),
-            Err(call) => {
-                let handle = self.handle.clone();
-                let work = tokio::task::spawn_blocking(move || handle.run_call(call));
-                (Box::pin(async move { work.await.unwrap_or_else(|_| lost("the host stopped during the call")) }), None)
-            }
-        }
+        let number = self.handle.send_call_then(call, move |done| drop(sender.send(done))).unwrap_or_else(|call| {
+            let error = Error::new(ErrorKind::Crashed, "the host is neither in a worker process nor on a thread");
+            drop(CallRecord::failed(call.tool, call.arguments, error));
+            0
+        });
+        let work = async move { record.await.unwrap_or_else(|_| lost("the host stopped during the call")) };
+        (Box::pin(work), Stop::OnThread(number))
     }
 }
 
@@ -302,7 +306,7 @@ impl ServerHandler for McpServer {
                 () = context.ct.cancelled() => return Err(cancelled()),
             }
         }
-        let (mut work, in_pipe) = self.start_call(call);
+        let (mut work, stop) = self.start_call(call);
         if let Some(turn) = &turn {
             turn.submitted();
         }
@@ -320,18 +324,17 @@ impl ServerHandler for McpServer {
             let _ = progress.await;
         }
         let Some(record) = outcome else {
-            // Cancelled (by the client, or its input closed): no reply is sent. A call out with the
-            // worker is cancelled by its number there; a host in this process runs only this call
-            // until the turn is let go, so interrupting it cannot reach another. Either is asked
-            // again until the call has ended, since a stop that comes before the host has begun
-            // the call is forgotten.
+            // Cancelled (by the client, or its input closed): no reply is sent. The host is told
+            // which call (others may have been handed over behind it), and told again until the
+            // call has ended, since a stop that comes just before the host begins the call is
+            // forgotten.
             let (handle, pipe) = (self.handle.clone(), self.pipe.clone());
             tokio::spawn(async move {
                 loop {
-                    match in_pipe {
-                        Some(id) if pipe.cancel(id) => break,
-                        Some(_) => {}
-                        None => handle.interrupt(),
+                    match stop {
+                        Stop::InPipe(id) if pipe.cancel(id) => break,
+                        Stop::InPipe(_) => {}
+                        Stop::OnThread(number) => handle.cancel_handed_over(number),
                     }
                     if tokio::time::timeout(STOP_RETRY, &mut work).await.is_ok() {
                         break;

@@ -54,10 +54,10 @@ struct State {
     /// The requests read and not yet answered, with what each holds of the reader's bounds.
     in_flight: HashMap<RequestId, Permits>,
     queue: VecDeque<(RequestId, ClientJsonRpcMessage)>,
-    /// The calls the SDK is running, at most [`State::window`]. The next starts as soon as one's
-    /// host work has ended (cancelled or not), so the host runs the next call while the last one's
-    /// reply is still being written. With a window of one, a cancellation's interrupt can only reach
-    /// the call it was meant for; a host that takes more at once cancels calls by name.
+    /// The calls the SDK is running, at most [`State::window`]: handed to the host, which runs
+    /// them one at a time in that order and cancels one by its number (never the next). The next
+    /// starts as soon as one's host work has ended (cancelled or not), so the host has the next
+    /// calls at hand while the last one's reply is still being written.
     running: Vec<RequestId>,
     window: usize,
     /// The turn of each call given to the SDK, in arrival order: its handler hands it to the host

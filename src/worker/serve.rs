@@ -2,18 +2,15 @@
 //! answering the parent's requests over [`WORKER_FD`] in the order they come, and stopping the
 //! one a cancellation on [`WORKER_CONTROL_FD`] names.
 
-use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{LOOK_FOR_NEXT_MARK, WORKER_CONTROL_FD, WORKER_FD};
-use crate::call::CallRecord;
 use crate::error::Error;
 use crate::host::HostBuilder;
-use crate::host_request::{answer, Reply, Request};
+use crate::host_request::{answer, not_run, Cancels, Reply, Request};
 
 /// The worker's side: builds the host from `builder`, says it is ready (its load errors), then
 /// answers requests read from [`WORKER_FD`] until the other end closes. The socket is made
@@ -56,75 +53,30 @@ pub fn serve(builder: HostBuilder, rust_tools: bool) -> i32 {
     let interrupter = host.interrupter();
     let on_signal = interrupter.clone();
     let _ = ctrlc::set_handler(move || on_signal.interrupt());
-    let cancels = Cancels::watch(control, move || interrupter.interrupt());
+    let cancels = watch_cancellations(control, move || interrupter.interrupt());
     let load_errors = host.load_errors().to_vec();
     answer_requests(socket, writer, load_errors, &cancels, |request| Some(answer(&mut host, request)))
 }
 
-/// Which request runs, by its number (the first request read is 1), and which ones not yet begun
-/// were cancelled: the parent may send several calls before the first one's reply, and a
-/// cancellation names the one it means, so it can never stop the next.
-#[derive(Default)]
-struct Cancelled {
-    running: Option<u64>,
-    /// The number of the last request begun.
-    begun: u64,
-    /// Requests cancelled before they began: answered without running.
-    before_begun: BTreeSet<u64>,
-}
-
-/// [`Cancelled`], shared with the thread that reads the control socket.
-#[derive(Clone, Default)]
-struct Cancels(Arc<Mutex<Cancelled>>);
-
-/// At most this many cancellations of requests not yet read are kept (a parent sends only ones
-/// of requests it sent, and has at most a few dozen out).
-const MOST_CANCELLED_AHEAD: usize = 4096;
-
-impl Cancels {
-    /// Reads request numbers from `control`, a line each: the running request is interrupted by
-    /// `interrupt`, one not yet begun will be answered without running, one already answered is
-    /// ignored. The thread sleeps in its read between cancellations: a call costs it nothing.
-    fn watch(control: OwnedFd, interrupt: impl Fn() + Send + 'static) -> Cancels {
-        let cancels = Cancels::default();
-        let shared = cancels.clone();
-        let reader = BufReader::new(UnixStream::from(control));
-        let started = std::thread::Builder::new().name("toolhost-worker-cancel".into()).spawn(move || {
-            for line in reader.lines() {
-                let Ok(line) = line else { break };
-                let Ok(number) = line.trim().parse::<u64>() else { continue };
-                let mut cancelled = shared.lock();
-                if cancelled.running == Some(number) {
-                    interrupt();
-                } else if number > cancelled.begun && cancelled.before_begun.len() < MOST_CANCELLED_AHEAD {
-                    cancelled.before_begun.insert(number);
-                }
+/// Reads request numbers from `control`, a line each, on a thread of its own, and cancels each
+/// in `cancels` (`interrupt` stops the running request). The thread sleeps in its read between
+/// cancellations: a call costs it nothing.
+fn watch_cancellations(control: OwnedFd, interrupt: impl Fn() + Send + 'static) -> Cancels {
+    let cancels = Cancels::default();
+    let shared = cancels.clone();
+    let reader = BufReader::new(UnixStream::from(control));
+    let started = std::thread::Builder::new().name("toolhost-worker-cancel".into()).spawn(move || {
+        for line in reader.lines() {
+            let Ok(line) = line else { break };
+            if let Ok(number) = line.trim().parse::<u64>() {
+                shared.cancel(number, &interrupt);
             }
-        });
-        if started.is_err() {
-            eprintln!("toolhost worker: cancellations cannot be read; a cancelled call runs to its end");
         }
-        cancels
+    });
+    if started.is_err() {
+        eprintln!("toolhost worker: cancellations cannot be read; a cancelled call runs to its end");
     }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Cancelled> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Request `number` begins: false when it was cancelled before, and must not run.
-    fn begin(&self, number: u64) -> bool {
-        let mut cancelled = self.lock();
-        cancelled.begun = number;
-        if cancelled.before_begun.remove(&number) {
-            return false;
-        }
-        cancelled.running = Some(number);
-        true
-    }
-
-    fn end(&self) {
-        self.lock().running = None;
-    }
+    cancels
 }
 
 /// Says the worker is ready (with its load errors), then answers each request read from `socket`
@@ -191,15 +143,6 @@ fn request_waiting(socket: &UnixStream, until: Instant) -> bool {
     }
 }
 
-/// The answer to a request cancelled before it began.
-fn not_run(request: Request) -> Reply {
-    let error = Error::tool_failed("the call was cancelled before it began");
-    match request {
-        Request::Call(call) => Reply::Call(Box::new(CallRecord::failed(call.tool, call.arguments, error))),
-        _ => Reply::Eval(Err(error)),
-    }
-}
-
 /// Sends one reply as a JSON line; false when the parent is gone.
 fn send(writer: &mut UnixStream, reply: &Reply) -> bool {
     let Ok(mut line) = serde_json::to_string(reply) else { return false };
@@ -220,7 +163,7 @@ fn serve_rust_tools(builder: HostBuilder, socket: UnixStream, writer: UnixStream
     let cancel = host.cancel();
     let on_signal = cancel.clone();
     let _ = ctrlc::set_handler(move || on_signal.cancel());
-    let cancels = Cancels::watch(control, move || cancel.cancel());
+    let cancels = watch_cancellations(control, move || cancel.cancel());
     answer_requests(socket, writer, Vec::new(), &cancels, |request| match request {
         Request::Call(call) => Some(Reply::Call(Box::new(host.run_call(&call)))),
         Request::LoadErrors => Some(Reply::LoadErrors(Vec::new())),

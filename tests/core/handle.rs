@@ -99,3 +99,43 @@ fn the_messages_are_data_that_cross_as_json() {
     assert_eq!(back.result, record.result);
     let _: Value = back.to_record_json();
 }
+
+/// Calls handed to the host's thread without waiting run in the order handed over; one cancelled
+/// by its number stops if it runs, is answered without running if it has not begun, and a
+/// cancellation of a call already answered stops nothing later.
+#[test]
+fn calls_handed_over_are_cancelled_by_number_and_no_other() {
+    let dir = workspace(&[(
+        ".toolhost/tools/t.scm",
+        "(define-tool (spin) \"Loops.\" (let loop () (loop)))\n(define-tool (echo (x string \"X\")) \"X.\" x)\n",
+    )]);
+    let handle = HostHandle::spawn(HostBuilder::new(dir.path())).unwrap();
+    assert!(handle.load_errors().unwrap().is_empty());
+    let (sender, records) = std::sync::mpsc::channel();
+    let hand_over = |tool: &str, arguments: &str| {
+        let sender = sender.clone();
+        let call = toolhost::CallRequest::new(tool, arguments);
+        handle.send_call_then(call, move |record| sender.send(record).unwrap()).expect("a host on a thread")
+    };
+    let spin = hand_over("spin", "{}");
+    let skipped = hand_over("echo", r#"{"x": "skipped"}"#);
+    let kept = hand_over("echo", r#"{"x": "kept"}"#);
+    assert!(spin < skipped && skipped < kept, "numbered in the order handed over");
+    handle.cancel_handed_over(skipped);
+    let started = std::time::Instant::now();
+    let stopped = loop {
+        handle.cancel_handed_over(spin);
+        if let Ok(record) = records.recv_timeout(std::time::Duration::from_millis(100)) {
+            break record;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "the spinning call was not stopped");
+    };
+    assert!(stopped.result.is_err(), "the spinning call was stopped: {}", stopped.model_text());
+    let not_run = records.recv().unwrap();
+    assert!(not_run.model_text().contains("cancelled before it began"), "{}", not_run.model_text());
+    assert_eq!(records.recv().unwrap().model_text(), "kept");
+    let later = hand_over("echo", r#"{"x": "later"}"#);
+    handle.cancel_handed_over(kept);
+    assert!(later > kept);
+    assert_eq!(records.recv().unwrap().model_text(), "later");
+}
