@@ -27,8 +27,8 @@ pub fn serve(builder: HostBuilder, rust_tools: bool) -> i32 {
     if rustix::io::fcntl_setfd(&socket, rustix::io::FdFlags::CLOEXEC).is_err() {
         return 1;
     }
-    // SAFETY: as descriptor 3, descriptor 4 is the parent's, owned here alone; it is looked at
-    // before it is taken, so a worker started without it takes nothing.
+    // SAFETY: as descriptor 3, descriptor 4 is the parent's (see `WorkerHandle::start`), owned
+    // here alone; it is looked at before it is taken, and a worker started without it ends.
     let control = rustix::io::fcntl_getfd(unsafe { std::os::fd::BorrowedFd::borrow_raw(WORKER_CONTROL_FD) })
         .is_ok()
         .then(|| unsafe { OwnedFd::from_raw_fd(WORKER_CONTROL_FD) });
