@@ -151,13 +151,7 @@ impl WorkerCalls {
     /// # Errors
     /// The call's record, when it could not be sent (no worker starts, or it died).
     pub fn send(&mut self, call: CallRequest) -> std::result::Result<u64, Box<CallRecord>> {
-        let Some(worker) = self.worker.as_mut() else {
-            return Err(Box::new(CallRecord::failed(call.tool, call.arguments, stopped())));
-        };
-        let sent = worker.send_call(call)?;
-        let number = sent.number();
-        self.out.push_back(sent);
-        Ok(number)
+        self.send_marked(call, false)
     }
 
     /// [`WorkerCalls::send`] for a call the sender expects the next one to follow at once (calls
@@ -166,10 +160,14 @@ impl WorkerCalls {
     /// # Errors
     /// As [`WorkerCalls::send`].
     pub fn send_expecting_more(&mut self, call: CallRequest) -> std::result::Result<u64, Box<CallRecord>> {
+        self.send_marked(call, true)
+    }
+
+    fn send_marked(&mut self, call: CallRequest, expecting_more: bool) -> std::result::Result<u64, Box<CallRecord>> {
         let Some(worker) = self.worker.as_mut() else {
             return Err(Box::new(CallRecord::failed(call.tool, call.arguments, stopped())));
         };
-        let sent = worker.send_call_expecting_more(call)?;
+        let sent = if expecting_more { worker.send_call_expecting_more(call)? } else { worker.send_call(call)? };
         let number = sent.number();
         self.out.push_back(sent);
         Ok(number)

@@ -316,14 +316,21 @@ fn readable(fds: &[std::os::fd::BorrowedFd<'_>], limit: Duration) -> bool {
     poll(&mut polled, Some(&timeout)).unwrap() > 0
 }
 
-#[test]
-fn calls_sent_without_waiting_hold_the_worker_until_their_replies_are_read_in_order_and_ones_given_up_end_it() {
-    use toolhost::{CallRequest, HostHandle};
+/// A handle over a worker of the test tools, with the folders it uses (kept while it runs).
+fn handle_over_worker() -> ([tempfile::TempDir; 3], toolhost::HostHandle) {
     let dir = workspace(&[]);
     let tools = tempfile::tempdir().unwrap();
     write(tools.path(), "t.scm", TOOLS);
     let home = tempfile::tempdir().unwrap();
-    let handle = HostHandle::spawn_worker(spec(dir.path(), tools.path(), home.path())).expect("worker starts");
+    let handle =
+        toolhost::HostHandle::spawn_worker(spec(dir.path(), tools.path(), home.path())).expect("worker starts");
+    ([dir, tools, home], handle)
+}
+
+#[test]
+fn calls_sent_without_waiting_hold_the_worker_until_their_replies_are_read_in_order_and_ones_given_up_end_it() {
+    use toolhost::CallRequest;
+    let (_dirs, handle) = handle_over_worker();
 
     let mut calls = handle.try_lend_worker().expect("an idle worker is lent at once");
     for x in ["first", "second"] {
@@ -360,12 +367,8 @@ fn calls_sent_without_waiting_hold_the_worker_until_their_replies_are_read_in_or
 
 #[test]
 fn a_cancellation_stops_the_call_it_names_and_no_other() {
-    use toolhost::{CallRequest, HostHandle};
-    let dir = workspace(&[]);
-    let tools = tempfile::tempdir().unwrap();
-    write(tools.path(), "t.scm", TOOLS);
-    let home = tempfile::tempdir().unwrap();
-    let handle = HostHandle::spawn_worker(spec(dir.path(), tools.path(), home.path())).expect("worker starts");
+    use toolhost::CallRequest;
+    let (_dirs, handle) = handle_over_worker();
     let worker = handle.worker_pid();
 
     let mut calls = handle.try_lend_worker().expect("lent");
@@ -398,12 +401,8 @@ fn a_cancellation_stops_the_call_it_names_and_no_other() {
 
 #[test]
 fn calls_sent_behind_one_that_crashes_its_worker_never_began_and_are_given_back_to_send_again() {
-    use toolhost::{CallRequest, ErrorKind, HostHandle};
-    let dir = workspace(&[]);
-    let tools = tempfile::tempdir().unwrap();
-    write(tools.path(), "t.scm", TOOLS);
-    let home = tempfile::tempdir().unwrap();
-    let handle = HostHandle::spawn_worker(spec(dir.path(), tools.path(), home.path())).expect("worker starts");
+    use toolhost::{CallRequest, ErrorKind};
+    let (_dirs, handle) = handle_over_worker();
 
     let mut calls = handle.try_lend_worker().expect("lent");
     calls.send(CallRequest::new("deep", "{}")).expect("sent");
