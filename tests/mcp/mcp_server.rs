@@ -529,6 +529,31 @@ fn a_cancelled_call_stops_alone_and_the_calls_sent_behind_it_run_in_order() {
     assert!(raw.seen.iter().all(|m| m["id"] != 1), "the cancelled call was answered: {:?}", raw.seen);
 }
 
+/// A Scheme tool that crashes its worker: hashing a value nested a million deep overflows the stack.
+const DEEP_TOOL: &str = r#"(define-tool (deep) "Hashes a deeply nested value."
+  (let loop ((i 0) (v '()))
+    (if (= i 1000000) (begin (hash-insert (hash) v 1) "hashed") (loop (+ i 1) (list v)))))
+"#;
+
+/// Calls sent to the worker behind one that crashes it never began there: they run in a fresh
+/// worker, in order, and the crash is that one call's error.
+#[test]
+fn calls_sent_behind_one_that_crashes_the_worker_run_in_a_fresh_one_in_order() {
+    let dir = workspace(&[("tools/spin.scm", SPIN_TOOL), ("tools/deep.scm", DEEP_TOOL)]);
+    let home = Home::new();
+    let mut raw = Raw::start(&home, dir.path(), &["--tools", "tools"]);
+    raw.call(1, "deep", json!({}));
+    for n in 2..=6 {
+        raw.call(n, "fs-write", json!({"path": "order.txt", "content": format!("v{n}")}));
+    }
+    let crashed = raw.next();
+    assert_eq!(crashed["id"], 1, "{crashed}");
+    let (text, is_error) = text_of(&crashed["result"]);
+    assert!(is_error && text.contains("crashed"), "{text}");
+    assert_eq!(raw.next_result_ids(5), (2..=6).collect::<Vec<_>>(), "every call behind it ran, in order");
+    assert_eq!(std::fs::read_to_string(dir.path().join("order.txt")).unwrap(), "v6");
+}
+
 /// A reply from the worker longer than the server's glance at it (16 KiB) is read off the event
 /// loop and arrives whole, calls before and after it answered as usual.
 #[test]
