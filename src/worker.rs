@@ -487,7 +487,7 @@ impl WorkerHandle {
             self.start()?;
         }
         let deadline = Instant::now() + self.spec.deadline(request) + self.spec.grace;
-        let outcome = self.send(request, deadline).and_then(|_| self.receive(deadline));
+        let outcome = self.send(request, deadline).and_then(|number| self.receive(deadline, number));
         self.forget_if_failed(&outcome);
         outcome
     }
@@ -504,10 +504,10 @@ impl WorkerHandle {
         live.send(request, deadline.saturating_duration_since(Instant::now()), look_for_next)
     }
 
-    /// Reads the reply to the request sent last, by `deadline`.
-    fn receive(&mut self, deadline: Instant) -> Result<Reply> {
+    /// Reads the reply to request `number`, the next one due, by `deadline`.
+    fn receive(&mut self, deadline: Instant, number: u64) -> Result<Reply> {
         match self.live.as_mut() {
-            Some(live) => live.receive(deadline),
+            Some(live) => live.receive(deadline, number),
             None => Err(crashed("no worker runs".into())),
         }
     }
@@ -590,7 +590,7 @@ impl WorkerHandle {
     /// Reads the reply to `sent`, waiting until its deadline (then the worker is interrupted and
     /// killed, and the record says `timeout`); a worker that died gives a `crashed` record.
     pub fn finish_call(&mut self, sent: SentCall) -> CallRecord {
-        let outcome = self.receive(sent.deadline);
+        let outcome = self.receive(sent.deadline, sent.number);
         self.forget_if_failed(&outcome);
         match outcome {
             Ok(Reply::Call(record)) => *record,
@@ -720,20 +720,30 @@ impl Live {
         self.limit = limit;
     }
 
-    /// Reads the reply to the request sent last, waiting until `deadline`; past it the worker is
-    /// interrupted, then killed.
-    fn receive(&mut self, deadline: Instant) -> Result<Reply> {
+    /// Reads the reply to request `number`, the next one due, waiting until `deadline`; past it
+    /// the worker is interrupted, then killed.
+    fn receive(&mut self, deadline: Instant, number: u64) -> Result<Reply> {
         match self.hear(deadline.saturating_duration_since(Instant::now())) {
             Heard::Reply(reply) => Ok(reply),
             Heard::Gone => Err(crashed(died(self))),
             Heard::TimedOut => {
                 // An interrupt first, so a running shell-exec kills its command's process group
-                // (which SIGKILL of the worker alone would leave running); then the kill.
-                // Our own child, not yet waited for: the pid is still its.
-                if let Some(pid) = i32::try_from(self.child.id()).ok().and_then(Pid::from_raw) {
-                    let _ = kill_process(pid, Signal::INT);
-                    let _ = self.hear(INTERRUPT_GRACE);
+                // (which SIGKILL of the worker alone would leave running); then the kill. The
+                // requests sent after this one are cancelled before it is stopped (the worker reads
+                // its cancellations in order), so none of them begins in the grace: they never ran,
+                // and are sent again to a fresh worker. Only where the cancellations cannot be
+                // written is the worker sent SIGINT (our own child, not yet waited for: the pid is
+                // still its).
+                let cancels: String = (number + 1..=self.sent).chain([number]).map(|n| format!("{n}\n")).collect();
+                let flags = rustix::net::SendFlags::DONTWAIT | rustix::net::SendFlags::NOSIGNAL;
+                let told = rustix::net::send(&*self.control, cancels.as_bytes(), flags)
+                    .is_ok_and(|written| written == cancels.len());
+                if !told {
+                    if let Some(pid) = i32::try_from(self.child.id()).ok().and_then(Pid::from_raw) {
+                        let _ = kill_process(pid, Signal::INT);
+                    }
                 }
+                let _ = self.hear(INTERRUPT_GRACE);
                 let _ = self.child.kill();
                 Err(Error::new(
                     ErrorKind::Timeout,

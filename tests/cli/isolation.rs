@@ -318,12 +318,18 @@ fn readable(fds: &[std::os::fd::BorrowedFd<'_>], limit: Duration) -> bool {
 
 /// A handle over a worker of the test tools, with the folders it uses (kept while it runs).
 fn handle_over_worker() -> ([tempfile::TempDir; 3], toolhost::HostHandle) {
+    handle_over_worker_within(Duration::from_secs(30))
+}
+
+/// [`handle_over_worker`] with a deadline of `deadline` per call.
+fn handle_over_worker_within(deadline: Duration) -> ([tempfile::TempDir; 3], toolhost::HostHandle) {
     let dir = workspace(&[]);
     let tools = tempfile::tempdir().unwrap();
     write(tools.path(), "t.scm", TOOLS);
     let home = tempfile::tempdir().unwrap();
-    let handle =
-        toolhost::HostHandle::spawn_worker(spec(dir.path(), tools.path(), home.path())).expect("worker starts");
+    let mut spec = spec(dir.path(), tools.path(), home.path());
+    spec.call_deadline = deadline;
+    let handle = toolhost::HostHandle::spawn_worker(spec).expect("worker starts");
     ([dir, tools, home], handle)
 }
 
@@ -417,4 +423,34 @@ fn calls_sent_behind_one_that_crashes_its_worker_never_began_and_are_given_back_
     calls.start_worker().expect("a fresh worker starts");
     calls.send(unrun.into_iter().next().unwrap()).expect("sent");
     assert_eq!(calls.finish_next().expect("out").model_text(), "behind");
+}
+
+#[test]
+fn calls_sent_behind_one_that_overruns_never_begin_and_run_once_in_a_fresh_worker() {
+    use toolhost::{CallRequest, ErrorKind};
+    let (dirs, handle) = handle_over_worker_within(Duration::from_secs(1));
+    let (written, ran) = (dirs[0].path().join("written.txt"), dirs[0].path().join("ran.txt"));
+    let mut calls = handle.try_lend_worker().expect("lent");
+    calls.send(CallRequest::new("spin", "{}")).expect("sent");
+    // A call that would be done within microseconds of beginning, then one that appends.
+    calls.send(CallRequest::new("fs-write", r#"{"path": "written.txt", "content": "x"}"#)).expect("sent");
+    calls.send(CallRequest::new("shell-exec", r#"{"cmd": "echo ran >> ran.txt"}"#)).expect("sent");
+    let overran = calls.finish_next().expect("out");
+    assert_eq!(overran.result.as_ref().err().map(|e| e.kind()), Some(ErrorKind::Timeout), "{}", overran.model_text());
+    let unrun = calls.take_unrun();
+    assert_eq!(unrun.len(), 2, "the calls behind it are given back");
+    assert!(
+        !written.exists() && !ran.exists(),
+        "a call behind the one that overran began before its worker was killed"
+    );
+    calls.start_worker().expect("a fresh worker starts");
+    for call in unrun {
+        calls.send(call).expect("sent");
+    }
+    for _ in 0..2 {
+        let record = calls.finish_next().expect("out");
+        assert!(record.result.is_ok(), "{}", record.model_text());
+    }
+    assert!(written.exists());
+    assert_eq!(std::fs::read_to_string(&ran).unwrap(), "ran\n", "it ran once");
 }
