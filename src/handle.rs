@@ -145,12 +145,15 @@ pub struct WorkerCalls {
 }
 
 impl WorkerCalls {
-    /// Sends `call` (starting a worker first if none runs, which waits for it): its number among
-    /// the requests this worker was sent, for [`Canceller::cancel`].
+    /// Sends `call` to the running worker: its number among the requests this worker was sent, for
+    /// [`Canceller::cancel`]. It never waits on the worker's work (the request's line goes into the
+    /// socket's buffer, or is written while the worker reads) and judges no failure.
     ///
     /// # Errors
-    /// The call's record, when it could not be sent (no worker starts, or it died).
-    pub fn send(&mut self, call: CallRequest) -> std::result::Result<u64, Box<CallRecord>> {
+    /// The call, unsent, when no worker runs ([`WorkerCalls::start_worker`] starts one) or it
+    /// could not take the call: it died, and the replies of the calls out tell what became of
+    /// them; with none out, [`WorkerCalls::end_worker`] lets a fresh one take the call.
+    pub fn send(&mut self, call: CallRequest) -> std::result::Result<u64, CallRequest> {
         self.send_marked(call, false)
     }
 
@@ -159,18 +162,25 @@ impl WorkerCalls {
     ///
     /// # Errors
     /// As [`WorkerCalls::send`].
-    pub fn send_expecting_more(&mut self, call: CallRequest) -> std::result::Result<u64, Box<CallRecord>> {
+    pub fn send_expecting_more(&mut self, call: CallRequest) -> std::result::Result<u64, CallRequest> {
         self.send_marked(call, true)
     }
 
-    fn send_marked(&mut self, call: CallRequest, expecting_more: bool) -> std::result::Result<u64, Box<CallRecord>> {
-        let Some(worker) = self.worker.as_mut() else {
-            return Err(Box::new(CallRecord::failed(call.tool, call.arguments, stopped())));
-        };
-        let sent = if expecting_more { worker.send_call_expecting_more(call)? } else { worker.send_call(call)? };
+    fn send_marked(&mut self, call: CallRequest, expecting_more: bool) -> std::result::Result<u64, CallRequest> {
+        let runs_now = self.out.is_empty();
+        let Some(worker) = self.worker.as_mut() else { return Err(call) };
+        let sent = worker.send_call_as_is(call, expecting_more, runs_now)?;
         let number = sent.number();
         self.out.push_back(sent);
         Ok(number)
+    }
+
+    /// Ends the worker (with no call out: one that could not take a call), so the next
+    /// [`WorkerCalls::start_worker`] starts a fresh one.
+    pub fn end_worker(&mut self) {
+        if let Some(worker) = self.worker.as_mut() {
+            worker.end_worker();
+        }
     }
 
     /// How many calls are out, their replies not read yet.

@@ -501,7 +501,8 @@ impl WorkerHandle {
     /// [`WorkerHandle::send`], marked with [`LOOK_FOR_NEXT_MARK`] when `look_for_next`.
     fn send_marked(&mut self, request: &Request, deadline: Instant, look_for_next: bool) -> Result<u64> {
         let Some(live) = self.live.as_mut() else { return Err(crashed("no worker runs".into())) };
-        live.send(request, deadline.saturating_duration_since(Instant::now()), look_for_next)
+        let limit = deadline.saturating_duration_since(Instant::now());
+        live.send(request, limit, look_for_next, true).map_err(|_| crashed(died(live)))
     }
 
     /// Reads the reply to request `number`, the next one due, by `deadline`.
@@ -577,6 +578,32 @@ impl WorkerHandle {
         }
     }
 
+    /// Sends `call` to the running worker as [`WorkerHandle::send_call`] does, without starting one
+    /// and without judging a failure: the call comes back unsent when no worker runs or it could
+    /// not take the call (it died; the replies of the calls out before it, read next, tell what
+    /// became of them). `runs_now`: no call is out before it, so the CPU backstop is set for it
+    /// (a call sent behind others gets it when it begins, see [`WorkerHandle::begin_next`]).
+    ///
+    /// # Errors
+    /// The call, unsent.
+    pub fn send_call_as_is(
+        &mut self,
+        call: CallRequest,
+        look_for_next: bool,
+        runs_now: bool,
+    ) -> std::result::Result<SentCall, CallRequest> {
+        let Some(live) = self.live.as_mut() else { return Err(call) };
+        let started = Instant::now();
+        let request = Request::Call(call);
+        let allowed = self.spec.deadline(&request) + self.spec.grace;
+        let sent = live.send(&request, allowed, look_for_next, runs_now);
+        let Request::Call(call) = request else { unreachable!("the request was made a call above") };
+        match sent {
+            Ok(number) => Ok(SentCall { call, started, deadline: started + allowed, allowed, number }),
+            Err(_) => Err(call),
+        }
+    }
+
     /// The call sent after one whose reply was just read begins now in the worker: its deadline
     /// counts from now if that is later than from its sending (it waited its turn behind the
     /// others), and the worker's CPU backstop is set for it.
@@ -584,6 +611,7 @@ impl WorkerHandle {
         sent.deadline = sent.deadline.max(Instant::now() + sent.allowed);
         if let Some(live) = self.live.as_mut() {
             live.bound(sent.allowed);
+            live.stderr.forget();
         }
     }
 
@@ -690,17 +718,27 @@ fn bound_cpu(pid: u32, limit: Duration) {
 }
 
 impl Live {
-    /// Writes `request` to the worker, whose reply is due within `limit`: its number.
-    fn send(&mut self, request: &Request, limit: Duration, look_for_next: bool) -> Result<u64> {
-        self.bound(limit);
-        self.stderr.forget();
+    /// Writes `request` to the worker, whose reply is due within `limit`: its number. `runs_now`:
+    /// nothing is out before it, so the CPU backstop is set for it (set for a call sent behind a
+    /// longer one, it could cut the one that runs short).
+    fn send(
+        &mut self,
+        request: &Request,
+        limit: Duration,
+        look_for_next: bool,
+        runs_now: bool,
+    ) -> std::io::Result<u64> {
+        if runs_now {
+            self.bound(limit);
+            self.stderr.forget();
+        }
         let mut line = Vec::with_capacity(256);
         if look_for_next {
             line.push(LOOK_FOR_NEXT_MARK as u8);
         }
-        serde_json::to_writer(&mut line, request).map_err(|e| crashed(format!("cannot send the request: {e}")))?;
+        serde_json::to_writer(&mut line, request)?;
         line.push(b'\n');
-        self.to_worker.write_all(&line).and_then(|()| self.to_worker.flush()).map_err(|_| crashed(died(self)))?;
+        self.to_worker.write_all(&line).and_then(|()| self.to_worker.flush())?;
         self.sent += 1;
         Ok(self.sent)
     }

@@ -92,6 +92,8 @@ struct Waiting {
     bytes: usize,
     /// Once sent: which worker (by [`WorkerCalls::worker_started`]) and its number there.
     sent_as: Option<(u64, u64)>,
+    /// It was given to a fresh worker after one that could not take it.
+    sent_again: bool,
     done: oneshot::Sender<CallRecord>,
 }
 
@@ -115,7 +117,7 @@ impl WorkerPipe {
         let id = state.next_id;
         state.next_id += 1;
         let bytes = call.tool.len() + call.arguments.len() + 64;
-        state.queued.push_back(Waiting { id, call: Some(call), bytes, sent_as: None, done });
+        state.queued.push_back(Waiting { id, call: Some(call), bytes, sent_as: None, sent_again: false, done });
         if !state.driving {
             state.driving = true;
             tokio::spawn(drive(self.clone(), handle.clone()));
@@ -286,9 +288,25 @@ impl WorkerPipe {
                     waiting.sent_as = Some((calls.worker_started(), number));
                     state.sent.push_back(waiting);
                 }
-                // The worker died: the calls out with it are read (and the unrun sent again).
-                Err(record) => {
-                    let _ = waiting.done.send(*record);
+                // The worker could not take it (it died), so it never ran: it goes back to the front.
+                // With calls out, their replies (and the worker's end) are read first; with none,
+                // a fresh worker takes it, once (a call no worker can take fails).
+                Err(call) => {
+                    if calls.is_empty() {
+                        if waiting.sent_again {
+                            let error = Error::new(ErrorKind::Crashed, "no worker could take the call");
+                            let _ = waiting.done.send(CallRecord::failed(
+                                call.tool.clone(),
+                                call.arguments,
+                                error.with_tool(&call.tool),
+                            ));
+                            break;
+                        }
+                        waiting.sent_again = true;
+                        calls.end_worker();
+                    }
+                    waiting.call = Some(call);
+                    state.queued.push_front(waiting);
                     break;
                 }
             }

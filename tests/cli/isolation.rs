@@ -454,3 +454,23 @@ fn calls_sent_behind_one_that_overruns_never_begin_and_run_once_in_a_fresh_worke
     assert!(written.exists());
     assert_eq!(std::fs::read_to_string(&ran).unwrap(), "ran\n", "it ran once");
 }
+
+#[test]
+fn a_call_the_dead_worker_cannot_take_comes_back_and_the_replies_it_gave_before_dying_are_kept() {
+    use toolhost::{CallRequest, ErrorKind};
+    let (_dirs, handle) = handle_over_worker();
+    let worker = handle.worker_pid().expect("a worker runs");
+    let mut calls = handle.try_lend_worker().expect("lent");
+    calls.send(CallRequest::new("echo", r#"{"x": "answered"}"#)).expect("sent");
+    calls.send(CallRequest::new("deep", "{}")).expect("sent");
+    common::eventually("the worker to die", || common::is_gone(worker));
+    // The worker is gone before its death was read: a call sent now comes back unsent.
+    let back = calls.send(CallRequest::new("echo", r#"{"x": "later"}"#)).expect_err("a dead worker takes nothing");
+    assert_eq!(calls.finish_next().expect("out").model_text(), "answered", "the reply it gave is kept");
+    let crashed = calls.finish_next().expect("out");
+    assert_eq!(crashed.result.as_ref().err().map(|e| e.kind()), Some(ErrorKind::Crashed), "{}", crashed.model_text());
+    assert!(calls.take_unrun().is_empty());
+    calls.start_worker().expect("a fresh worker starts");
+    calls.send(back).expect("sent");
+    assert_eq!(calls.finish_next().expect("out").model_text(), "later");
+}
