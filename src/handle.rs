@@ -253,8 +253,7 @@ impl WorkerCalls {
 
     /// Reads the next reply, waiting for it until its deadline: the record of the first call out
     /// (`None` when none is). When the worker died or overran, that call fails (`crashed`,
-    /// `timeout`), and the calls sent after it never began: [`WorkerCalls::take_unrun`] gives them
-    /// back to be sent again.
+    /// `timeout`), and [`WorkerCalls::take_behind`] tells what became of the calls sent after it.
     pub fn finish_next(&mut self) -> Option<CallRecord> {
         let sent = self.out.pop_front()?;
         let Some(worker) = self.worker.as_mut() else {
@@ -267,14 +266,61 @@ impl WorkerCalls {
         Some(record)
     }
 
-    /// The calls out with a worker that has ended: they were sent after one it did not answer, and
-    /// never began. (None while the worker runs.)
-    pub fn take_unrun(&mut self) -> Vec<CallRequest> {
-        if self.worker_runs() {
+    /// What became of the calls out with a worker that has ended, sent after one it did not answer
+    /// (it died, overran or answered with something that is not a reply), in the order sent: each
+    /// either never began ([`Behind::Unrun`], to be sent again) or began ([`Behind::Ran`]: its
+    /// record, whether it ran to its end or was cut off when the worker was killed, and it must not
+    /// run again). Empty while the worker runs.
+    pub fn take_behind(&mut self) -> Vec<Behind> {
+        if self.worker_runs() || self.out.is_empty() {
             return Vec::new();
         }
-        self.out.drain(..).map(SentCall::into_call).collect()
+        let after_end = self.worker.as_mut().and_then(WorkerHandle::take_after_end).unwrap_or_default();
+        let mut replies = after_end.replies;
+        // Whether the worker went on to the next call: the one before it was answered. The worker
+        // runs one call at a time, so of the calls it gave no reply, only the first after one it
+        // answered can have begun (and be cut off); the ones after it never began.
+        let mut went_on = after_end.went_on;
+        self.out
+            .drain(..)
+            .map(|sent| match replies.pop_front() {
+                Some(Reply::NotRun) => {
+                    went_on = true;
+                    Behind::Unrun(sent.into_call())
+                }
+                Some(reply) => {
+                    went_on = true;
+                    let call = sent.into_call();
+                    Behind::Ran(Box::new(call_record(Ok(reply), call.tool, call.arguments)))
+                }
+                None if went_on => {
+                    went_on = false;
+                    let error = Error::new(
+                        ErrorKind::Crashed,
+                        "the call began just before its worker was ended for the call before it, and was cut \
+                         off; it was not run again",
+                    );
+                    let call = sent.into_call();
+                    Behind::Ran(Box::new(CallRecord::failed(
+                        call.tool.clone(),
+                        call.arguments,
+                        error.with_tool(&call.tool),
+                    )))
+                }
+                None => Behind::Unrun(sent.into_call()),
+            })
+            .collect()
     }
+}
+
+/// What became of a call sent to a worker behind one it did not answer
+/// ([`WorkerCalls::take_behind`]).
+#[derive(Debug)]
+pub enum Behind {
+    /// It never began: send it again.
+    Unrun(CallRequest),
+    /// It began: its record.
+    Ran(Box<CallRecord>),
 }
 
 impl Drop for WorkerCalls {
@@ -682,6 +728,7 @@ fn stopped() -> Error {
 fn call_record(reply: Result<Reply>, tool: String, arguments: String) -> CallRecord {
     match reply {
         Ok(Reply::Call(record)) => *record,
+        Ok(Reply::NotRun) => CallRecord::failed(tool, arguments, crate::host_request::not_run_error()),
         Ok(other) => CallRecord::failed(tool, arguments, unexpected(&other)),
         Err(e) => CallRecord::failed(tool, arguments, e),
     }

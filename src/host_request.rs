@@ -74,6 +74,8 @@ pub enum Reply {
     Names(Vec<String>),
     /// A count.
     Count(u64),
+    /// The request was cancelled before it began, and did not run.
+    NotRun,
 }
 
 /// Answers one request with the host. An interrupt that arrived between requests is forgotten: an
@@ -158,10 +160,11 @@ impl Cancels {
 }
 
 /// The answer to a request cancelled before it began.
-pub(crate) fn not_run(request: Request) -> Reply {
-    let error = Error::tool_failed("the call was cancelled before it began");
-    match request {
-        Request::Call(call) => Reply::Call(Box::new(CallRecord::failed(call.tool, call.arguments, error))),
-        _ => Reply::Eval(Err(error)),
-    }
+pub(crate) fn not_run(_request: Request) -> Reply {
+    Reply::NotRun
+}
+
+/// What a call cancelled before it began fails with.
+pub(crate) fn not_run_error() -> Error {
+    Error::tool_failed("the call was cancelled before it began")
 }

@@ -17,6 +17,7 @@
 //! open after the worker died). And the parent watches the worker process itself (a pidfd) beside the
 //! socket, so a worker's death ends the call at once even if some other process held the socket.
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
@@ -156,13 +157,27 @@ struct Live {
     read_timeout: Option<Duration>,
     /// The socket was seen readable since it was last read (by [`WorkerHandle::reply_ready`]).
     readable: bool,
+    /// Once it has ended without answering a request: what became of the requests sent after it.
+    after_end: Option<AfterEnd>,
+}
+
+/// What is known of the requests sent after the one a worker did not answer (it died, overran or
+/// answered with something that is not a reply), once it has ended: which of them began.
+#[derive(Debug, Default)]
+pub(crate) struct AfterEnd {
+    /// The worker answered that request (late, or garbled) and went on to the ones after it.
+    pub(crate) went_on: bool,
+    /// Its replies to the requests after it, in order, as many as it gave before it ended.
+    pub(crate) replies: VecDeque<Reply>,
 }
 
 /// What reading a reply came to.
 enum Heard {
     Reply(Reply),
-    /// The worker closed its end (it died) or wrote something that is not a reply.
+    /// The worker closed its end (it died).
     Gone,
+    /// The worker wrote a line that is not a reply (it is not sane, and is treated as dead).
+    Garbled,
     TimedOut,
 }
 
@@ -224,7 +239,7 @@ impl Live {
                 Ok(0) => return Heard::Gone,
                 // A line is complete: a reply, or a sign the worker is not sane (treated as dead).
                 Ok(_) if line.ends_with(b"\n") => {
-                    return serde_json::from_slice(&line).map_or(Heard::Gone, Heard::Reply);
+                    return serde_json::from_slice(&line).map_or(Heard::Garbled, Heard::Reply);
                 }
                 Ok(_) => {}
                 Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
@@ -285,6 +300,8 @@ pub struct WorkerHandle {
     started: u64,
     /// The current worker's process id (0: none), shared with [`WorkerHandle::interrupter`]s.
     pid: Arc<AtomicU32>,
+    /// What became of the requests sent after the last one a worker did not answer.
+    after_end: Option<AfterEnd>,
 }
 
 /// Interrupts what the worker is running (SIGINT, which the worker turns into an interrupt of
@@ -352,8 +369,14 @@ impl WorkerHandle {
     /// # Errors
     /// When the worker cannot be started or does not come up within the start deadline.
     pub fn spawn(spec: WorkerSpec) -> Result<WorkerHandle> {
-        let mut handle =
-            WorkerHandle { spec, live: None, load_errors: Vec::new(), started: 0, pid: Arc::new(AtomicU32::new(0)) };
+        let mut handle = WorkerHandle {
+            spec,
+            live: None,
+            load_errors: Vec::new(),
+            started: 0,
+            pid: Arc::new(AtomicU32::new(0)),
+            after_end: None,
+        };
         handle.start()?;
         Ok(handle)
     }
@@ -392,6 +415,7 @@ impl WorkerHandle {
     fn start(&mut self) -> Result<()> {
         self.pid.store(0, Ordering::SeqCst);
         self.live = None;
+        self.after_end = None;
         let (mine, theirs) =
             UnixStream::pair().map_err(|e| crashed(format!("cannot make the worker's socket: {e}")))?;
         let (control, control_theirs) =
@@ -463,10 +487,11 @@ impl WorkerHandle {
             limit: self.spec.start_deadline,
             read_timeout: None,
             readable: false,
+            after_end: None,
         };
         match live.hear(self.spec.start_deadline) {
             Heard::Reply(Reply::LoadErrors(errors)) => self.load_errors = errors,
-            Heard::Reply(_) | Heard::Gone => {
+            Heard::Reply(_) | Heard::Gone | Heard::Garbled => {
                 let said = last_words(&live);
                 return Err(crashed(format!("the worker stopped before its host was built{said}")));
             }
@@ -524,7 +549,12 @@ impl WorkerHandle {
     /// Kills the worker (dropping it does); the next request starts a fresh one.
     pub(crate) fn end_worker(&mut self) {
         self.pid.store(0, Ordering::SeqCst);
-        self.live = None;
+        self.after_end = self.live.take().and_then(|mut live| live.after_end.take());
+    }
+
+    /// What became of the requests sent after the last one a worker did not answer, once taken.
+    pub(crate) fn take_after_end(&mut self) -> Option<AfterEnd> {
+        self.after_end.take()
     }
 
     /// Runs one JSON call in the worker. A worker that dies or overruns ends it with `crashed` or
@@ -622,6 +652,7 @@ impl WorkerHandle {
         self.forget_if_failed(&outcome);
         match outcome {
             Ok(Reply::Call(record)) => *record,
+            Ok(Reply::NotRun) => failed_call(sent.call, sent.started, crate::host_request::not_run_error()),
             Ok(_) => failed_call(sent.call, sent.started, crashed("the worker answered out of turn".into())),
             Err(e) => failed_call(sent.call, sent.started, e),
         }
@@ -718,6 +749,22 @@ fn bound_cpu(pid: u32, limit: Duration) {
 }
 
 impl Live {
+    /// Kills the worker, which did not answer the request due in time (`answered`: it did, too late
+    /// or garbled, and then its replies to the requests after it were `replies`), and keeps what it
+    /// answered of the requests after it ([`AfterEnd`]), with what more it wrote before it died.
+    fn end_keeping_replies(&mut self, answered: bool, mut replies: VecDeque<Reply>) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // The worker is gone: what it wrote is read without waiting, up to its end.
+        while let Heard::Reply(reply) = self.hear(Duration::ZERO) {
+            replies.push_back(reply);
+        }
+        // Not answered in time, the request due may have been answered before the kill: then the
+        // first reply read now is its.
+        let went_on = answered || replies.pop_front().is_some();
+        self.after_end = Some(AfterEnd { went_on, replies });
+    }
+
     /// Writes `request` to the worker, whose reply is due within `limit`: its number. `runs_now`:
     /// nothing is out before it, so the CPU backstop is set for it (set for a call sent behind a
     /// longer one, it could cut the one that runs short).
@@ -763,7 +810,19 @@ impl Live {
     fn receive(&mut self, deadline: Instant, number: u64) -> Result<Reply> {
         match self.hear(deadline.saturating_duration_since(Instant::now())) {
             Heard::Reply(reply) => Ok(reply),
-            Heard::Gone => Err(crashed(died(self))),
+            // It died in this request: none after it began.
+            Heard::Gone => {
+                self.after_end = Some(AfterEnd::default());
+                Err(crashed(died(self)))
+            }
+            Heard::Garbled => {
+                self.end_keeping_replies(true, VecDeque::new());
+                Err(crashed(
+                    "the worker answered with something that is not a reply (a result nested too deeply to \
+                     send?); it was ended, and a fresh worker takes the next call"
+                        .into(),
+                ))
+            }
             Heard::TimedOut => {
                 // An interrupt first, so a running shell-exec kills its command's process group
                 // (which SIGKILL of the worker alone would leave running); then the kill. The
@@ -781,8 +840,18 @@ impl Live {
                         let _ = kill_process(pid, Signal::INT);
                     }
                 }
-                let _ = self.hear(INTERRUPT_GRACE);
-                let _ = self.child.kill();
+                // Once it has answered, the calls behind it answer at once (cancelled, they do not
+                // run) within what is left of the grace; one that began is stopped the same way.
+                let grace_ends = Instant::now() + INTERRUPT_GRACE;
+                let answered = matches!(self.hear(INTERRUPT_GRACE), Heard::Reply(_));
+                let mut replies = VecDeque::new();
+                while answered && (replies.len() as u64) < self.sent - number {
+                    match self.hear(grace_ends.saturating_duration_since(Instant::now())) {
+                        Heard::Reply(reply) => replies.push_back(reply),
+                        _ => break,
+                    }
+                }
+                self.end_keeping_replies(answered, replies);
                 Err(Error::new(
                     ErrorKind::Timeout,
                     format!(

@@ -23,7 +23,7 @@ use tokio::time::Sleep;
 
 use crate::call::{CallRecord, CallRequest};
 use crate::error::{Error, ErrorKind};
-use crate::handle::{HostHandle, WorkerCalls};
+use crate::handle::{Behind, HostHandle, WorkerCalls};
 use crate::worker::Canceller;
 
 /// At most this many calls are out with the worker at once (and handed to the SDK, whichever the
@@ -326,6 +326,35 @@ impl WorkerPipe {
                 self.deliver(record);
             }
         }
+        self.settle_behind(calls);
+    }
+
+    /// Once the worker has ended without answering a call, settles the calls sent behind it: one
+    /// that began gets its record (it must not run twice), the ones that never began go back to the
+    /// front of the queue, in order, for a fresh worker.
+    fn settle_behind(&self, calls: &mut WorkerCalls) {
+        let behind = calls.take_behind();
+        if behind.is_empty() {
+            return;
+        }
+        let mut state = self.lock();
+        let sent: Vec<Waiting> = state.sent.drain(..).collect();
+        let mut again = Vec::new();
+        for (mut waiting, became) in sent.into_iter().zip(behind) {
+            match became {
+                Behind::Unrun(call) => {
+                    waiting.call = Some(call);
+                    waiting.sent_as = None;
+                    again.push(waiting);
+                }
+                Behind::Ran(record) => {
+                    let _ = waiting.done.send(*record);
+                }
+            }
+        }
+        for waiting in again.into_iter().rev() {
+            state.queued.push_front(waiting);
+        }
     }
 
     /// Hands the record of the first call out to it.
@@ -378,8 +407,8 @@ impl WorkerPipe {
     }
 
     /// Reads the next reply on a blocking thread (it may wait: a long reply, a worker that died,
-    /// one that overran and is interrupted, then killed). The calls sent after one its worker did
-    /// not answer never began, and are queued again in front.
+    /// one that overran and is interrupted, then killed), and settles the calls sent after one its
+    /// worker did not answer.
     async fn finish_waiting(&self, calls: Option<WorkerCalls>) -> Option<WorkerCalls> {
         let mut calls = calls?;
         let done = tokio::task::spawn_blocking(move || {
@@ -399,18 +428,7 @@ impl WorkerPipe {
         if let Some(record) = record {
             self.deliver(record);
         }
-        let unrun = calls.take_unrun();
-        if !unrun.is_empty() {
-            let mut state = self.lock();
-            let mut again: Vec<Waiting> = state.sent.drain(..).collect();
-            for (waiting, call) in again.iter_mut().zip(unrun) {
-                waiting.call = Some(call);
-                waiting.sent_as = None;
-            }
-            for waiting in again.into_iter().rev() {
-                state.queued.push_front(waiting);
-            }
-        }
+        self.settle_behind(&mut calls);
         Some(calls)
     }
 }

@@ -316,6 +316,18 @@ fn readable(fds: &[std::os::fd::BorrowedFd<'_>], limit: Duration) -> bool {
     poll(&mut polled, Some(&timeout)).unwrap() > 0
 }
 
+/// The calls that never began of those behind one a worker did not answer; panics on one that began.
+fn unrun_calls(behind: Vec<toolhost::handle::Behind>) -> Vec<toolhost::CallRequest> {
+    use toolhost::handle::Behind;
+    behind
+        .into_iter()
+        .map(|became| match became {
+            Behind::Unrun(call) => call,
+            Behind::Ran(record) => panic!("a call behind began: {}", record.model_text()),
+        })
+        .collect()
+}
+
 /// A handle over a worker of the test tools, with the folders it uses (kept while it runs).
 fn handle_over_worker() -> ([tempfile::TempDir; 3], toolhost::HostHandle) {
     handle_over_worker_within(Duration::from_secs(30))
@@ -416,8 +428,8 @@ fn calls_sent_behind_one_that_crashes_its_worker_never_began_and_are_given_back_
     let crashed = calls.finish_next().expect("out");
     assert_eq!(crashed.result.as_ref().err().map(|e| e.kind()), Some(ErrorKind::Crashed), "{}", crashed.model_text());
     assert!(!calls.worker_runs());
-    let unrun = calls.take_unrun();
-    assert_eq!(unrun.len(), 1);
+    let unrun = unrun_calls(calls.take_behind());
+    assert_eq!(unrun.len(), 1, "the call behind it never began");
     assert_eq!(unrun[0].arguments, r#"{"x": "behind"}"#);
     // Sent again, the call runs in a fresh worker.
     calls.start_worker().expect("a fresh worker starts");
@@ -437,8 +449,8 @@ fn calls_sent_behind_one_that_overruns_never_begin_and_run_once_in_a_fresh_worke
     calls.send(CallRequest::new("shell-exec", r#"{"cmd": "echo ran >> ran.txt"}"#)).expect("sent");
     let overran = calls.finish_next().expect("out");
     assert_eq!(overran.result.as_ref().err().map(|e| e.kind()), Some(ErrorKind::Timeout), "{}", overran.model_text());
-    let unrun = calls.take_unrun();
-    assert_eq!(unrun.len(), 2, "the calls behind it are given back");
+    let unrun = unrun_calls(calls.take_behind());
+    assert_eq!(unrun.len(), 2, "the calls behind it are given back, never begun");
     assert!(
         !written.exists() && !ran.exists(),
         "a call behind the one that overran began before its worker was killed"
@@ -463,13 +475,17 @@ fn a_call_the_dead_worker_cannot_take_comes_back_and_the_replies_it_gave_before_
     let mut calls = handle.try_lend_worker().expect("lent");
     calls.send(CallRequest::new("echo", r#"{"x": "answered"}"#)).expect("sent");
     calls.send(CallRequest::new("deep", "{}")).expect("sent");
-    common::eventually("the worker to die", || common::is_gone(worker));
+    // Its pidfd (the second descriptor to wait on) is readable once all of it has exited: its
+    // socket is closed by then (its first thread may show as a zombie before).
+    assert!(calls.wake_fds().len() == 2, "the kernel has pidfds");
+    assert!(readable(&calls.wake_fds()[1..], Duration::from_secs(20)), "the worker died");
+    assert!(common::is_gone(worker));
     // The worker is gone before its death was read: a call sent now comes back unsent.
     let back = calls.send(CallRequest::new("echo", r#"{"x": "later"}"#)).expect_err("a dead worker takes nothing");
     assert_eq!(calls.finish_next().expect("out").model_text(), "answered", "the reply it gave is kept");
     let crashed = calls.finish_next().expect("out");
     assert_eq!(crashed.result.as_ref().err().map(|e| e.kind()), Some(ErrorKind::Crashed), "{}", crashed.model_text());
-    assert!(calls.take_unrun().is_empty());
+    assert!(calls.take_behind().is_empty());
     calls.start_worker().expect("a fresh worker starts");
     calls.send(back).expect("sent");
     assert_eq!(calls.finish_next().expect("out").model_text(), "later");
