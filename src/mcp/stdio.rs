@@ -151,7 +151,9 @@ impl Exchange {
     fn accept(self: &Arc<Self>, id: RequestId, message: ClientJsonRpcMessage, is_call: bool, permits: Permits) {
         let mut unsent = None;
         let mut state = self.lock();
-        if state.in_flight.contains_key(&id) {
+        // A cancelled call keeps its id until its host work has ended: the SDK still knows the id
+        // until then, and would take the old call's end for the new one's.
+        if state.in_flight.contains_key(&id) || state.running.contains(&id) {
             drop(state);
             let refusal = wire::error(
                 Some(id.clone()),

@@ -359,6 +359,28 @@ fn a_duplicate_id_in_flight_is_refused_and_the_first_request_still_answered() {
     assert!(!dir.path().join("second.txt").exists());
 }
 
+/// A client that gives a new call the id of one it has just cancelled (which MCP forbids) is told
+/// the id is still in flight while the cancelled call stops, and never gets the cancelled call's end
+/// as the new one's answer.
+#[test]
+fn the_id_of_a_call_still_stopping_is_refused_for_a_new_call() {
+    let (dir, home) = raw_workspace();
+    let mut raw = Raw::start(&home, dir.path(), &["--tools", "tools"]);
+    raw.call(5, "spin", json!({}));
+    raw.cancel(5);
+    raw.call(5, "fs-write", json!({"path": "new.txt", "content": "new"}));
+    let reply = raw.reply(5);
+    match reply.get("error") {
+        Some(error) => assert_eq!(error["code"], -32600, "{reply}"),
+        None => {
+            assert_eq!(text_of(&reply["result"]).1, false, "{reply}");
+            assert!(dir.path().join("new.txt").exists());
+        }
+    }
+    raw.send(&json!({"jsonrpc": "2.0", "id": 6, "method": "ping"}));
+    assert!(raw.reply(6)["result"].is_object());
+}
+
 #[test]
 fn a_line_over_the_limit_is_refused_by_id_while_a_64_mib_write_goes_through() {
     let (dir, home) = raw_workspace();
