@@ -239,7 +239,7 @@ impl Live {
                 Ok(0) => return Heard::Gone,
                 // A line is complete: a reply, or a sign the worker is not sane (treated as dead).
                 Ok(_) if line.ends_with(b"\n") => {
-                    return serde_json::from_slice(&line).map_or(Heard::Garbled, Heard::Reply);
+                    return parse_reply(&line).map_or(Heard::Garbled, Heard::Reply);
                 }
                 Ok(_) => {}
                 Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
@@ -721,6 +721,54 @@ impl WorkerHandle {
     }
 }
 
+/// How deeply a reply may nest: a call's result as deeply as any value may ([`MAX_DEPTH`]), inside
+/// the reply's own few levels.
+///
+/// [`MAX_DEPTH`]: crate::value::MAX_DEPTH
+const MOST_REPLY_DEPTH: usize = crate::value::MAX_DEPTH + 16;
+
+/// A reply line as a [`Reply`]; `None` when it is not one. serde_json's own limit (128 levels)
+/// would refuse a result nested close to the values' limit once inside the reply, so the nesting is
+/// measured first and the parser's limit lifted: a worker gone wrong still cannot make this
+/// process's stack overflow with a reply nested a million deep.
+fn parse_reply(line: &[u8]) -> Option<Reply> {
+    use serde::Deserialize;
+    if nesting(line) > MOST_REPLY_DEPTH {
+        return None;
+    }
+    let mut parser = serde_json::Deserializer::from_slice(line);
+    parser.disable_recursion_limit();
+    let reply = Reply::deserialize(&mut parser).ok()?;
+    parser.end().ok()?;
+    Some(reply)
+}
+
+/// How deeply the arrays and objects of JSON text nest (brackets in strings not counted).
+fn nesting(json: &[u8]) -> usize {
+    let (mut depth, mut most, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &byte in json {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                most = most.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    most
+}
+
 /// The CPU seconds `pid` has used so far (user and system), from /proc; `None` when unreadable.
 fn cpu_seconds(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -818,8 +866,8 @@ impl Live {
             Heard::Garbled => {
                 self.end_keeping_replies(true, VecDeque::new());
                 Err(crashed(
-                    "the worker answered with something that is not a reply (a result nested too deeply to \
-                     send?); it was ended, and a fresh worker takes the next call"
+                    "the worker answered with something that is not a reply; it was ended, and a fresh \
+                     worker takes the next call"
                         .into(),
                 ))
             }
@@ -966,4 +1014,18 @@ fn last_words(live: &Live) -> String {
 
 fn crashed(message: String) -> Error {
     Error::new(ErrorKind::Crashed, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nesting_counts_brackets_outside_strings_only() {
+        assert_eq!(nesting(br#"{"a": "[[[[{{", "b": [1, [2]]}"#), 3);
+        assert_eq!(nesting(br#"["\"[[[", [1], "\\"]"#), 2);
+        assert_eq!(nesting(b"1"), 0);
+        let deep = format!("{}{}", "[".repeat(MOST_REPLY_DEPTH + 1), "]".repeat(MOST_REPLY_DEPTH + 1));
+        assert!(parse_reply(deep.as_bytes()).is_none(), "a reply nested past the bound is refused unparsed");
+    }
 }

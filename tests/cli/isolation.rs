@@ -20,6 +20,8 @@ const TOOLS: &str = r#"
   (vector-length (make-vector 100000000000 0)))
 (define-tool (spin) "Loops forever." (let loop () (loop)))
 (define-tool (echo (x string "X")) "Gives x back." x)
+(define-tool (nest (n integer "Depth")) "A list nested n deep."
+  (let loop ((i 0) (v 1)) (if (= i n) v (loop (+ i 1) (list v)))))
 (define-tool (nap) "Runs a long command from Scheme." (shell-exec "sleep 41.25"))
 "#;
 
@@ -489,4 +491,18 @@ fn a_call_the_dead_worker_cannot_take_comes_back_and_the_replies_it_gave_before_
     calls.start_worker().expect("a fresh worker starts");
     calls.send(back).expect("sent");
     assert_eq!(calls.finish_next().expect("out").model_text(), "later");
+}
+
+#[test]
+fn a_result_nested_as_deeply_as_values_may_comes_back_from_the_worker() {
+    use toolhost::ErrorKind;
+    let (_dirs, handle) = handle_over_worker();
+    let worker = handle.worker_pid();
+    let deepest = handle.call("nest", r#"{"n": 128}"#);
+    let value = deepest.result.as_ref().expect("a result 128 levels deep comes back");
+    let levels = std::iter::successors(Some(value), |v| v.as_array().and_then(|items| items.first())).count();
+    assert_eq!(levels, 129, "128 lists around the number");
+    let deeper = handle.call("nest", r#"{"n": 129}"#);
+    assert_eq!(deeper.result.as_ref().err().map(|e| e.kind()), Some(ErrorKind::ToolFailed), "{}", deeper.model_text());
+    assert_eq!(handle.worker_pid(), worker, "neither ended the worker");
 }
