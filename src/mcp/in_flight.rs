@@ -242,11 +242,20 @@ async fn drive(pipe: WorkerPipe, handle: HostHandle) {
         if alone {
             quick_in_a_row = if waiting_since.elapsed() <= LOOK_FOR_REPLY { quick_in_a_row + 1 } else { 0 };
         }
-        // Every whole reply is read here; anything that may mean waiting on a blocking thread.
+        // Every whole reply is read here; anything that may mean waiting on a blocking thread. A
+        // read there may take in more than its reply (the next one, whole or in part), whose
+        // arrival the wait above has seen already: what it took in is read before the loop waits
+        // again, or that reply would wait for the deadline.
         pipe.read_replies(lent);
-        let overdue = lent.deadline().is_some_and(|deadline| Instant::now() >= deadline);
-        if !lent.is_empty() && (overdue || lent.reply_ready()) {
+        while let Some(lent) = calls.as_mut() {
+            let overdue = lent.deadline().is_some_and(|deadline| Instant::now() >= deadline);
+            if lent.is_empty() || !(overdue || lent.reply_ready()) {
+                break;
+            }
             calls = pipe.finish_waiting(calls.take()).await;
+            if let Some(lent) = calls.as_mut() {
+                pipe.read_replies(lent);
+            }
         }
     }
 }
