@@ -17,8 +17,8 @@ use serde_json::Value;
 use crate::call::{CallRecord, CallRequest};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host::{HostBuilder, Interrupter};
+use crate::host_request::Cancels;
 pub use crate::host_request::{answer, Reply, Request};
-use crate::host_request::{not_run, Cancels};
 use crate::schema::Format;
 use crate::spec::SpecSet;
 use crate::worker::{Canceller, SentCall, WorkerHandle};
@@ -378,7 +378,7 @@ impl HostHandle {
                         cancels.end();
                         reply(answered);
                     } else {
-                        reply(not_run(request));
+                        reply(Reply::NotRun);
                     }
                 }
             })

@@ -142,7 +142,7 @@ impl Cancels {
     }
 
     /// Request `number` begins: false when it was cancelled before, and must not run (answer it
-    /// with [`not_run`]).
+    /// with [`Reply::NotRun`]).
     pub(crate) fn begin(&self, number: u64) -> bool {
         let mut cancelled = self.lock();
         cancelled.begun = number;
@@ -157,11 +157,6 @@ impl Cancels {
     pub(crate) fn end(&self) {
         self.lock().running = None;
     }
-}
-
-/// The answer to a request cancelled before it began.
-pub(crate) fn not_run(_request: Request) -> Reply {
-    Reply::NotRun
 }
 
 /// What a call cancelled before it began fails with.

@@ -520,14 +520,9 @@ impl WorkerHandle {
     /// Sends `request` to the live worker, its CPU backstop set for a reply by `deadline`: the
     /// request's number.
     fn send(&mut self, request: &Request, deadline: Instant) -> Result<u64> {
-        self.send_marked(request, deadline, false)
-    }
-
-    /// [`WorkerHandle::send`], marked with [`LOOK_FOR_NEXT_MARK`] when `look_for_next`.
-    fn send_marked(&mut self, request: &Request, deadline: Instant, look_for_next: bool) -> Result<u64> {
         let Some(live) = self.live.as_mut() else { return Err(crashed("no worker runs".into())) };
         let limit = deadline.saturating_duration_since(Instant::now());
-        live.send(request, limit, look_for_next, true).map_err(|_| crashed(died(live)))
+        live.send(request, limit, false, true).map_err(|_| crashed(died(live)))
     }
 
     /// Reads the reply to request `number`, the next one due, by `deadline`.
@@ -576,30 +571,13 @@ impl WorkerHandle {
     /// # Errors
     /// The call's record, when it could not be sent (no worker starts, or it died).
     pub fn send_call(&mut self, call: CallRequest) -> std::result::Result<SentCall, Box<CallRecord>> {
-        self.send_call_marked(call, false)
-    }
-
-    /// [`WorkerHandle::send_call`] for a call that the sender expects the next one to follow at
-    /// once: the worker looks for it a moment before it sleeps ([`LOOK_FOR_NEXT_MARK`]).
-    ///
-    /// # Errors
-    /// As [`WorkerHandle::send_call`].
-    pub fn send_call_expecting_more(&mut self, call: CallRequest) -> std::result::Result<SentCall, Box<CallRecord>> {
-        self.send_call_marked(call, true)
-    }
-
-    fn send_call_marked(
-        &mut self,
-        call: CallRequest,
-        look_for_next: bool,
-    ) -> std::result::Result<SentCall, Box<CallRecord>> {
         let started = Instant::now();
         let request = Request::Call(call);
         let sent = if self.live.is_none() { self.start() } else { Ok(()) };
         // The deadline counts from the call's sending, not from a worker's start before it.
         let allowed = self.spec.deadline(&request) + self.spec.grace;
         let deadline = Instant::now() + allowed;
-        let sent = sent.and_then(|()| self.send_marked(&request, deadline, look_for_next));
+        let sent = sent.and_then(|()| self.send(&request, deadline));
         self.forget_if_failed(&sent);
         let Request::Call(call) = request else { unreachable!("the request was made a call above") };
         match sent {

@@ -97,6 +97,15 @@ struct Waiting {
     done: oneshot::Sender<CallRecord>,
 }
 
+impl Waiting {
+    /// Ends the call with `error` as its record.
+    fn fail(mut self, error: Error) {
+        let (tool, arguments) = self.call.take().map(|call| (call.tool, call.arguments)).unwrap_or_default();
+        let error = if tool.is_empty() { error } else { error.with_tool(&tool) };
+        let _ = self.done.send(CallRecord::failed(tool, arguments, error));
+    }
+}
+
 /// A submitted call: its id in the pipe (for [`WorkerPipe::cancel`]) and its record to come.
 pub(super) struct Submitted {
     pub(super) id: u64,
@@ -303,12 +312,8 @@ impl WorkerPipe {
                 Err(call) => {
                     if calls.is_empty() {
                         if waiting.sent_again {
-                            let error = Error::new(ErrorKind::Crashed, "no worker could take the call");
-                            let _ = waiting.done.send(CallRecord::failed(
-                                call.tool.clone(),
-                                call.arguments,
-                                error.with_tool(&call.tool),
-                            ));
+                            waiting.call = Some(call);
+                            waiting.fail(Error::new(ErrorKind::Crashed, "no worker could take the call"));
                             break;
                         }
                         waiting.sent_again = true;
@@ -406,9 +411,8 @@ impl WorkerPipe {
             }
             Err(error) => {
                 let first = self.lock().queued.pop_front();
-                if let Some(mut waiting) = first {
-                    let tool = waiting.call.take().map(|call| call.tool).unwrap_or_default();
-                    let _ = waiting.done.send(CallRecord::failed(tool.clone(), String::new(), error.with_tool(&tool)));
+                if let Some(waiting) = first {
+                    waiting.fail(error);
                 }
                 None
             }
@@ -429,8 +433,7 @@ impl WorkerPipe {
             // The thread panicked with the worker: it was given back ended.
             let lost = std::mem::take(&mut self.lock().sent);
             for waiting in lost {
-                let error = Error::new(ErrorKind::Crashed, "the call was lost with its worker");
-                let _ = waiting.done.send(CallRecord::failed(String::new(), String::new(), error));
+                waiting.fail(Error::new(ErrorKind::Crashed, "the call was lost with its worker"));
             }
             return None;
         };

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use super::{LOOK_FOR_NEXT_MARK, WORKER_CONTROL_FD, WORKER_FD};
 use crate::error::Error;
 use crate::host::HostBuilder;
-use crate::host_request::{answer, not_run, Cancels, Reply, Request};
+use crate::host_request::{answer, Cancels, Reply, Request};
 
 /// The worker's side: builds the host from `builder`, says it is ready (its load errors), then
 /// answers requests read from [`WORKER_FD`] until the other end closes. The socket is made
@@ -111,7 +111,7 @@ fn answer_requests(
             cancels.end();
             answer
         } else {
-            Some(not_run(request))
+            Some(Reply::NotRun)
         };
         let Some(answer) = answer else { break };
         if !send(&mut writer, &answer) {
